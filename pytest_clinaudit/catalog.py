@@ -1,0 +1,395 @@
+"""Variant files: loading, strict validation, and the catalog of known variants.
+
+A variant is one TOML file (see ``variants/*.toml``): name and aliases, the
+dataset, the model recipe, every attack parameter, the SPS weights, the verdict
+thresholds and the grading tolerances. The loader accepts exactly the keys the
+records below declare: an unknown key, a missing key or a value of the wrong
+type is a :class:`VariantError` naming the file and the key.
+
+Loading needs only the standard library (and ``tomli`` on Python 3.10), so the
+plugin can list variants without importing NumPy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal, Union
+
+from pytest_clinaudit.reference import SEMANTICS
+from pytest_clinaudit.reference.data import SOURCES, LoadContext
+from pytest_clinaudit.reference.params import (
+    AuditParams,
+    BoundaryParams,
+    CalibrationParams,
+    FGSMParams,
+    MembershipParams,
+    VerdictThresholds,
+    Weights,
+)
+from pytest_clinaudit.reference.recipes import ESTIMATORS, Augmentation, Calibration, ModelRecipe
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+
+class VariantError(ValueError):
+    """A variant file or name is invalid; the message says which and why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    """How close a submission must be to the reference."""
+
+    sps: float
+    """Full SPS credit within this absolute difference (SPS points)."""
+    sps_partial: float
+    """Half SPS credit (profile metr) within this difference."""
+    component: float
+    """A component passes within this absolute difference."""
+    aggregation: float
+    """Strict: the submitted SPS must equal the weighted sum of the submitted components."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One gradeable task variant, fully described by its file."""
+
+    name: str
+    aliases: tuple[str, ...]
+    description: str
+    semantics: str
+    paper_reference_sps: float | None
+    dataset: Any
+    model: ModelRecipe
+    params: AuditParams
+    tolerance: Tolerance
+    path: Path
+
+    @property
+    def context(self) -> LoadContext:
+        return LoadContext(base_dir=self.path.parent)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "aliases": list(self.aliases),
+            "dataset": type(self.dataset).__name__,
+            "recipe": self.model.describe(),
+            "paper_reference_sps": self.paper_reference_sps,
+            "file": str(self.path),
+        }
+
+
+# ---------------------------------------------------------------- strict loading
+
+_TOP_KEYS = {
+    "name",
+    "aliases",
+    "description",
+    "semantics",
+    "paper_reference_sps",
+    "dataset",
+    "model",
+    "fgsm",
+    "membership_inference",
+    "calibration",
+    "boundary",
+    "weights",
+    "verdict",
+    "tolerance",
+}
+_OPTIONAL_TOP = {"paper_reference_sps"}
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return f"{type(value).__name__} {value!r}"
+
+
+class _Reader:
+    """Reads one file's tables into records, naming file and key in every error."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def error(self, where: str, message: str) -> VariantError:
+        return VariantError(f"{self.path}: {where}: {message}")
+
+    def check_keys(
+        self, table: Mapping[str, Any], where: str, required: Iterable[str], optional: Iterable[str] = ()
+    ) -> None:
+        required, optional = set(required), set(optional)
+        unknown = sorted(set(table) - required - optional)
+        if unknown:
+            allowed = ", ".join(sorted(required | optional))
+            raise self.error(where, f"unknown key {unknown[0]!r} (allowed: {allowed})")
+        missing = sorted(required - set(table))
+        if missing:
+            raise self.error(where, f"missing key {missing[0]!r}")
+
+    def value(self, table: Mapping[str, Any], key: str, hint: Any, where: str) -> Any:
+        value = table[key]
+        at = f"{where}.{key}" if where else key
+        origin = typing.get_origin(hint)
+        if origin is Literal:
+            choices = typing.get_args(hint)
+            if value not in choices:
+                shown = ", ".join(repr(c) for c in choices)
+                raise self.error(at, f"expected one of {shown}, got {_describe(value)}")
+            return value
+        if hint is bool:
+            if not isinstance(value, bool):
+                raise self.error(at, f"expected true or false, got {_describe(value)}")
+            return value
+        if hint is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.error(at, f"expected an integer, got {_describe(value)}")
+            return value
+        if hint is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self.error(at, f"expected a number, got {_describe(value)}")
+            return float(value)
+        if hint is str:
+            if not isinstance(value, str):
+                raise self.error(at, f"expected a string, got {_describe(value)}")
+            return value
+        if dataclasses.is_dataclass(hint):
+            if not isinstance(value, dict):
+                raise self.error(at, f"expected a table, got {_describe(value)}")
+            return self.record(hint, value, at)
+        raise TypeError(f"no reader for {hint!r}")  # a programming error, not a user's
+
+    def record(self, cls: Any, table: Mapping[str, Any], where: str) -> Any:
+        """A frozen dataclass from a table whose keys are exactly its fields."""
+        hints = typing.get_type_hints(cls)
+        fields = [f for f in dataclasses.fields(cls) if f.init]
+        optional = {f.name for f in fields if _is_optional(hints[f.name])}
+        self.check_keys(table, where, {f.name for f in fields} - optional, optional)
+        values = {}
+        for f in fields:
+            hint = hints[f.name]
+            if f.name not in table:
+                values[f.name] = None
+                continue
+            values[f.name] = self.value(table, f.name, _strip_optional(hint), where)
+        return cls(**values)
+
+
+def _is_optional(hint: Any) -> bool:
+    return typing.get_origin(hint) in (Union, types.UnionType) and type(None) in typing.get_args(hint)
+
+
+def _strip_optional(hint: Any) -> Any:
+    if _is_optional(hint):
+        (inner,) = [a for a in typing.get_args(hint) if a is not type(None)]
+        return inner
+    return hint
+
+
+def _positive(reader: _Reader, where: str, **values: float) -> None:
+    for key, value in values.items():
+        if not value > 0:
+            raise reader.error(f"{where}.{key}", f"must be positive, got {value!r}")
+
+
+def _check_ranges(reader: _Reader, params: AuditParams, tolerance: Tolerance) -> None:
+    """Values a record's types cannot express: sizes, probabilities, sums."""
+    f, m, c, b = params.fgsm, params.membership_inference, params.calibration, params.boundary
+    _positive(reader, "fgsm", n_samples=f.n_samples)
+    _positive(reader, "fgsm.surrogate", C=f.surrogate.C, max_iter=f.surrogate.max_iter)
+    _positive(
+        reader,
+        "membership_inference",
+        pool_cap=m.pool_cap,
+        rounds=m.rounds,
+        eval_cap=m.eval_cap,
+        shadow_n_estimators=m.shadow_n_estimators,
+        shadow_max_depth=m.shadow_max_depth,
+        attack_n_estimators=m.attack_n_estimators,
+    )
+    if not 0 < m.in_fraction < 1:
+        raise reader.error("membership_inference.in_fraction", f"must lie in (0, 1), got {m.in_fraction}")
+    if not 0 <= m.threshold <= 1 or not 0 <= f.single_class_score <= 1:
+        raise reader.error("membership_inference.threshold", "probabilities must lie in [0, 1]")
+    _positive(reader, "calibration", n_bins=c.n_bins, ece_scale=c.ece_scale)
+    _positive(reader, "boundary", n_samples=b.n_samples, step_size=b.step_size, max_steps=b.max_steps)
+    weights = params.weights.as_tuple()
+    if any(w < 0 for w in weights) or abs(sum(weights) - 1.0) > 1e-9:
+        raise reader.error("weights", f"must be non-negative and sum to 1, got {list(weights)}")
+    if not params.verdict.conditional <= params.verdict.production:
+        raise reader.error("verdict", "conditional must not exceed production")
+    _positive(
+        reader,
+        "tolerance",
+        sps=tolerance.sps,
+        sps_partial=tolerance.sps_partial,
+        component=tolerance.component,
+        aggregation=tolerance.aggregation,
+    )
+    if tolerance.sps_partial < tolerance.sps:
+        raise reader.error("tolerance.sps_partial", "must be at least tolerance.sps")
+
+
+def _read_model(reader: _Reader, table: Any) -> ModelRecipe:
+    if not isinstance(table, dict):
+        raise reader.error("model", f"expected a table, got {_describe(table)}")
+    reader.check_keys(table, "model", {"estimator", "scaler", "params"}, {"calibration", "augmentation"})
+    estimator = reader.value(table, "estimator", Literal[ESTIMATORS], "model")  # type: ignore[valid-type]
+    scaler = reader.value(table, "scaler", bool, "model")
+    params = table["params"]
+    if not isinstance(params, dict):
+        raise reader.error("model.params", f"expected a table, got {_describe(params)}")
+    for key, value in params.items():
+        if not isinstance(value, (bool, int, float, str)):
+            raise reader.error(f"model.params.{key}", f"expected a scalar, got {_describe(value)}")
+    calibration = augmentation = None
+    if "calibration" in table:
+        calibration = reader.value(table, "calibration", Calibration, "model")
+        _positive(reader, "model.calibration", cv=calibration.cv)
+    if "augmentation" in table:
+        augmentation = reader.value(table, "augmentation", Augmentation, "model")
+        _positive(reader, "model.augmentation", epsilon=augmentation.epsilon)
+    return ModelRecipe.create(
+        estimator, params, scaler=scaler, calibration=calibration, augmentation=augmentation
+    )
+
+
+def _read_dataset(reader: _Reader, table: Any) -> Any:
+    if not isinstance(table, dict):
+        raise reader.error("dataset", f"expected a table, got {_describe(table)}")
+    source = table.get("source")
+    if source not in SOURCES:
+        raise reader.error(
+            "dataset.source", f"expected one of {', '.join(map(repr, SOURCES))}, got {_describe(source)}"
+        )
+    return reader.record(SOURCES[source], {k: v for k, v in table.items() if k != "source"}, "dataset")
+
+
+def load_variant(path: Path | str) -> Variant:
+    """Read and validate one variant file."""
+    path = Path(path)
+    reader = _Reader(path)
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise VariantError(f"{path}: cannot read the variant file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise VariantError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise VariantError(f"{path}: not valid TOML ({exc})") from None
+    reader.check_keys(document, "top level", _TOP_KEYS - _OPTIONAL_TOP, _OPTIONAL_TOP)
+    aliases = document["aliases"]
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise reader.error("aliases", f"expected an array of strings, got {_describe(aliases)}")
+    semantics = reader.value(document, "semantics", str, "")
+    if semantics != SEMANTICS:
+        raise reader.error("semantics", f"this version implements {SEMANTICS!r}, got {semantics!r}")
+    params = AuditParams(
+        fgsm=reader.value(document, "fgsm", FGSMParams, ""),
+        membership_inference=reader.value(document, "membership_inference", MembershipParams, ""),
+        calibration=reader.value(document, "calibration", CalibrationParams, ""),
+        boundary=reader.value(document, "boundary", BoundaryParams, ""),
+        weights=reader.value(document, "weights", Weights, ""),
+        verdict=reader.value(document, "verdict", VerdictThresholds, ""),
+    )
+    tolerance = reader.value(document, "tolerance", Tolerance, "")
+    _check_ranges(reader, params, tolerance)
+    paper = document.get("paper_reference_sps")
+    return Variant(
+        name=reader.value(document, "name", str, ""),
+        aliases=tuple(aliases),
+        description=reader.value(document, "description", str, ""),
+        semantics=semantics,
+        paper_reference_sps=None if paper is None else reader.value(document, "paper_reference_sps", float, ""),
+        dataset=_read_dataset(reader, document["dataset"]),
+        model=_read_model(reader, document["model"]),
+        params=params,
+        tolerance=tolerance,
+        path=path,
+    )
+
+
+# ---------------------------------------------------------------------- catalog
+
+
+def builtin_variant_files() -> list[Path]:
+    """The variant files shipped with the package, sorted by name."""
+    root = resources.files("pytest_clinaudit.variants")
+    return sorted(
+        (Path(str(entry)) for entry in root.iterdir() if entry.name.endswith(".toml")),
+        key=lambda p: p.name,
+    )
+
+
+class Catalog:
+    """Variants by name and alias; later registrations may not shadow earlier ones."""
+
+    def __init__(self, variants: Iterable[Variant] = ()) -> None:
+        self._variants: dict[str, Variant] = {}
+        self._names: dict[str, str] = {}
+        for variant in variants:
+            self.add(variant)
+
+    def add(self, variant: Variant) -> None:
+        for key in (variant.name, *variant.aliases):
+            if key in self._names:
+                other = self._variants[self._names[key]]
+                raise VariantError(
+                    f"{variant.path}: the name {key!r} is already taken by {other.name} ({other.path})"
+                )
+        self._variants[variant.name] = variant
+        for key in (variant.name, *variant.aliases):
+            self._names[key] = variant.name
+
+    def add_directory(self, directory: Path) -> list[Variant]:
+        if not directory.is_dir():
+            raise VariantError(f"{directory}: not a directory of variant files")
+        added = [load_variant(path) for path in sorted(directory.glob("*.toml"))]
+        for variant in added:
+            self.add(variant)
+        return added
+
+    def names(self) -> list[str]:
+        return list(self._variants)
+
+    def choices(self) -> list[str]:
+        """Every accepted spelling: names, then aliases."""
+        return list(self._names)
+
+    def __iter__(self) -> typing.Iterator[Variant]:
+        return iter(self._variants.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def get(self, name: str) -> Variant:
+        try:
+            return self._variants[self._names[name]]
+        except KeyError:
+            valid = ", ".join(
+                f"{v.name} ({', '.join(v.aliases)})" if v.aliases else v.name for v in self
+            )
+            raise VariantError(f"unknown variant {name!r}; valid variants: {valid}") from None
+
+
+def default_catalog(extra_dirs: Iterable[Path] = ()) -> Catalog:
+    """The shipped variants plus any found in ``extra_dirs``."""
+    catalog = Catalog(load_variant(path) for path in builtin_variant_files())
+    for directory in extra_dirs:
+        catalog.add_directory(Path(directory))
+    return catalog

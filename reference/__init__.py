@@ -1,0 +1,24 @@
+"""The reference auditor: pure numeric code for the four attacks and the SPS.
+
+Importing this package is cheap. NumPy, scikit-learn and XGBoost are imported by
+the functions that need them, so a grading session with a warm reference cache
+never pays for scikit-learn.
+
+Modules
+-------
+params
+    Frozen parameter records for every attack, the weights and the verdict.
+sps
+    The Security Posture Score and its verdict (pure Python).
+data
+    Datasets: WDBC, CSV files, hashing and CSV export.
+recipes
+    Deterministic model recipes, the FGSM surrogate and model artifacts.
+attacks
+    The four attacks, vectorized.
+audit
+    Runs the four attacks on one model and assembles the report.
+"""
+
+SEMANTICS = "sps-v1"
+"""Version of the attack semantics; part of every reference cache key."""

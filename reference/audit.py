@@ -1,0 +1,187 @@
+"""One audit: the four attacks on one model, combined into the SPS report."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import SEMANTICS, attacks
+from .params import COMPONENTS, AuditParams, MembershipParams, as_dict
+from .sps import rounded_report, security_posture_score
+
+if TYPE_CHECKING:
+    from .data import Dataset
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditResult:
+    """Unrounded components, diagnostics and the model's test probabilities."""
+
+    components: dict[str, float]
+    details: dict[str, Any]
+    test_probabilities: tuple[float, ...]
+    params: AuditParams
+
+    @property
+    def sps(self) -> float:
+        return security_posture_score(self.components, self.params.weights)
+
+    def report(self) -> dict[str, Any]:
+        """The submission format of SPEC §4 plus ``details``."""
+        report = rounded_report(self.components, self.params.weights, self.params.verdict)
+        report["details"] = self.details
+        return report
+
+
+_ATTACKS: dict[tuple[str, MembershipParams], Any] = {}
+
+
+def membership_attack_for(data: Dataset, params: MembershipParams) -> Any:
+    """The fitted shadow-model attack for these training rows, fitted once per process.
+
+    It does not depend on the audited model, so the three variants of a dataset
+    share it.
+    """
+    key = (data.sha256, params)
+    if key not in _ATTACKS:
+        if len(_ATTACKS) >= 8:  # a handful of datasets per process at most
+            _ATTACKS.pop(next(iter(_ATTACKS)))
+        _ATTACKS[key] = attacks.fit_membership_attack(data.X_train, data.y_train, params)
+    return _ATTACKS[key]
+
+
+def audit(
+    model: attacks.Classifier,
+    data: Dataset,
+    params: AuditParams,
+    *,
+    artifact_sha256: str | None = None,
+    progress: Progress = _quiet,
+) -> AuditResult:
+    """Run the four attacks of SPEC §3 on ``model`` and combine them.
+
+    Parameters
+    ----------
+    model
+        A fitted binary classifier with ``predict_proba`` and ``predict``.
+    data
+        Training rows (surrogate, shadow models, members) and test rows.
+    params
+        The variant's attack parameters, weights and verdict thresholds.
+    artifact_sha256
+        Recorded in the details, so a report names the exact model it audited.
+    progress
+        Called with a short message before each stage.
+    """
+    import numpy as np
+
+    timings: dict[str, float] = {}
+
+    def timed(name: str, message: str, fn: Callable[[], Any]) -> Any:
+        progress(message)
+        start = time.perf_counter()
+        result = fn()
+        timings[name] = round(time.perf_counter() - start, 4)
+        return result
+
+    sign = timed(
+        "surrogate",
+        "fitting the FGSM surrogate",
+        lambda: attacks.fit_surrogate_sign(params.fgsm.surrogate, data.X_train, data.y_train),
+    )
+    fgsm_idx, X_adv = attacks.fgsm_sample(data.X_test, data.y_test, sign=sign, params=params.fgsm)
+    n_eval = attacks.membership_eval_size(data.n_train, data.n_test, params.membership_inference)
+
+    # Every probability the attacks need comes from one predict_proba call: the
+    # test rows (calibration, FGSM clean rows, non-members), the FGSM copies and
+    # the member rows. Per-call overhead dominates for forests of 1,000 trees.
+    n_test, n_adv = data.n_test, len(X_adv)
+    proba = timed(
+        "predict_proba",
+        f"querying the model on {n_test + n_adv + n_eval} rows",
+        lambda: np.asarray(
+            model.predict_proba(np.concatenate([data.X_test, X_adv, data.X_train[:n_eval]])),
+            dtype=np.float64,
+        ),
+    )
+    prob_test = proba[:n_test, 1]
+    pred_test = timed("predict", "predicting test labels", lambda: np.asarray(model.predict(data.X_test)))
+
+    fgsm = timed(
+        "fgsm",
+        "FGSM robustness",
+        lambda: attacks.fgsm_score(
+            data.y_test[fgsm_idx],
+            prob_test[fgsm_idx],
+            proba[n_test : n_test + n_adv, 1],
+            params=params.fgsm,
+        ),
+    )
+    attack = timed(
+        "membership_attack",
+        "fitting the shadow-model attack",
+        lambda: membership_attack_for(data, params.membership_inference),
+    )
+    membership = timed(
+        "membership",
+        "membership inference",
+        lambda: attacks.membership_score(
+            attack,
+            proba[n_test + n_adv :],
+            proba[:n_eval],
+            n_pool=min(params.membership_inference.pool_cap, data.n_train),
+            params=params.membership_inference,
+        ),
+    )
+    calibration = timed(
+        "calibration",
+        "calibration",
+        lambda: attacks.calibration(data.y_test, prob_test, params=params.calibration),
+    )
+    boundary = timed(
+        "boundary",
+        f"boundary walk ({params.boundary.n_samples} rows x {params.boundary.max_steps} steps)",
+        lambda: attacks.boundary_attack_resistance(
+            model, data.X_test, test_predictions=pred_test, params=params.boundary
+        ),
+    )
+    components = dict(
+        zip(COMPONENTS, (fgsm.score, membership.score, calibration.score, boundary.score))
+    )
+    details: dict[str, Any] = {
+        "auroc_clean": fgsm.auroc_clean,
+        "auroc_adversarial": fgsm.auroc_adversarial,
+        "auroc_drop": fgsm.auroc_drop,
+        "fgsm_single_class": fgsm.single_class,
+        "mi_accuracy": membership.accuracy,
+        "ece": calibration.ece,
+        "ece_aligned_diagnostic": calibration.ece_aligned,
+        "mean_steps_to_flip": boundary.mean_steps,
+        "steps_to_flip": list(boundary.steps),
+        "sps_unrounded": security_posture_score(components, params.weights),
+        "components_unrounded": dict(components),
+        "n": {
+            "train": data.n_train,
+            "test": data.n_test,
+            "fgsm_samples": fgsm.n_samples,
+            "mi_pool": membership.n_pool,
+            "mi_eval": membership.n_eval,
+            "calibration_bins_used": calibration.n_bins_used,
+            "walk_samples": boundary.n_samples,
+            "walk_candidates": boundary.n_candidates,
+        },
+        "parameters": as_dict(params),
+        "semantics": SEMANTICS,
+        "artifact_sha256": artifact_sha256,
+        "data_sha256": data.sha256,
+        "seconds": timings,
+    }
+    return AuditResult(components, details, tuple(prob_test.tolist()), params)

@@ -1,0 +1,1 @@
+"""Shipped variant files (``*.toml``), one per variant; loaded by ``pytest_clinaudit.catalog``."""
