@@ -280,26 +280,11 @@ def _read_dataset(reader: _Reader, table: Any) -> Any:
     return reader.record(SOURCES[source], {k: v for k, v in table.items() if k != "source"}, "dataset")
 
 
-def load_variant(path: Path | str) -> Variant:
-    """Read and validate one variant file."""
-    path = Path(path)
-    reader = _Reader(path)
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise VariantError(f"{path}: cannot read the variant file ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise VariantError(f"{path}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise VariantError(f"{path}: not valid TOML ({exc})") from None
-    reader.check_keys(document, "top level", _TOP_KEYS - _OPTIONAL_TOP, _OPTIONAL_TOP)
-    aliases = document["aliases"]
-    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        raise reader.error("aliases", f"expected an array of strings, got {_describe(aliases)}")
-    semantics = reader.value(document, "semantics", str, "")
-    if semantics != SEMANTICS:
-        raise reader.error("semantics", f"this version implements {SEMANTICS!r}, got {semantics!r}")
-    params = AuditParams(
+_PARAM_SECTIONS = ("fgsm", "membership_inference", "calibration", "boundary", "weights", "verdict")
+
+
+def _read_params(reader: _Reader, document: Mapping[str, Any]) -> AuditParams:
+    return AuditParams(
         fgsm=reader.value(document, "fgsm", FGSMParams, ""),
         membership_inference=reader.value(document, "membership_inference", MembershipParams, ""),
         calibration=reader.value(document, "calibration", CalibrationParams, ""),
@@ -307,6 +292,50 @@ def load_variant(path: Path | str) -> Variant:
         weights=reader.value(document, "weights", Weights, ""),
         verdict=reader.value(document, "verdict", VerdictThresholds, ""),
     )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise VariantError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise VariantError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise VariantError(f"{path}: not valid TOML ({exc})") from None
+
+
+def load_audit_params(path: Path | str) -> AuditParams:
+    """Attack parameters, weights and verdict thresholds from a variant-like file.
+
+    Either a whole variant file (its parameters are used) or a file holding just
+    the sections ``[fgsm]`` (with ``[fgsm.surrogate]``), ``[membership_inference]``,
+    ``[calibration]``, ``[boundary]``, ``[weights]`` and ``[verdict]``.
+    """
+    path = Path(path)
+    document = _read_toml(path)
+    if "name" in document:
+        return load_variant(path).params
+    reader = _Reader(path)
+    reader.check_keys(document, "top level", _PARAM_SECTIONS)
+    params = _read_params(reader, document)
+    _check_ranges(reader, params, Tolerance(5.0, 10.0, 0.1, 0.01))
+    return params
+
+
+def load_variant(path: Path | str) -> Variant:
+    """Read and validate one variant file."""
+    path = Path(path)
+    reader = _Reader(path)
+    document = _read_toml(path)
+    reader.check_keys(document, "top level", _TOP_KEYS - _OPTIONAL_TOP, _OPTIONAL_TOP)
+    aliases = document["aliases"]
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise reader.error("aliases", f"expected an array of strings, got {_describe(aliases)}")
+    semantics = reader.value(document, "semantics", str, "")
+    if semantics != SEMANTICS:
+        raise reader.error("semantics", f"this version implements {SEMANTICS!r}, got {semantics!r}")
+    params = _read_params(reader, document)
     tolerance = reader.value(document, "tolerance", Tolerance, "")
     _check_ranges(reader, params, tolerance)
     paper = document.get("paper_reference_sps")

@@ -1,0 +1,274 @@
+"""``clinaudit``: list variants and run the reference audit.
+
+Commands
+--------
+clinaudit variants
+    A table of the variants: names, aliases, datasets, recipes.
+clinaudit audit --variant NAME [--out FILE]
+    The reference report of a variant (the submission format plus ``details``).
+clinaudit audit --model FILE --train CSV --test CSV --label COLUMN [--params NAME|FILE]
+    Audit a model owner's own pickled model on their own data.
+
+Every failure the user can fix ends in one line on stderr and exit status 2;
+nothing prints a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_clinaudit.cache import ENV_CACHE_DIR, ReferenceCache, default_cache_dir
+from pytest_clinaudit.catalog import Catalog, VariantError, default_catalog, load_audit_params
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def _progress(quiet: bool) -> Callable[[str], None]:
+    def report(message: str) -> None:
+        if not quiet:
+            print(f"  - {message}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def _cache(args: argparse.Namespace) -> ReferenceCache:
+    if getattr(args, "no_cache", False):
+        return ReferenceCache(None)
+    return ReferenceCache(args.cache_dir or default_cache_dir())
+
+
+def _catalog(args: argparse.Namespace) -> Catalog:
+    return default_catalog(args.variants_dir or ())
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--variants-dir",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="extra variant files (*.toml) to load; may be repeated",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help=f"reference cache (default: ${ENV_CACHE_DIR} or ~/.cache/pytest-clinaudit)",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    parser.add_argument(
+        "--mimic-dir",
+        type=Path,
+        metavar="DIR",
+        help="a MIMIC-IV extract for the mimic-* variants (default: $CLINAUDIT_MIMIC_DIR)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+
+
+# ------------------------------------------------------------------- variants
+
+
+def _cmd_variants(args: argparse.Namespace) -> int:
+    rows = [
+        (
+            v.name,
+            ", ".join(v.aliases) or "-",
+            type(v.dataset).__name__.removesuffix("Source").lower(),
+            v.model.describe(),
+            "-" if v.paper_reference_sps is None else f"{v.paper_reference_sps:.2f}",
+        )
+        for v in _catalog(args)
+    ]
+    if args.json:
+        print(json.dumps([v.summary() for v in _catalog(args)], indent=2))
+        return EXIT_OK
+    header = ("variant", "aliases", "dataset", "model recipe", "paper SPS")
+    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
+    for row in (header, tuple("-" * w for w in widths), *rows):
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------- audit
+
+
+def format_summary(title: str, report: dict[str, Any]) -> str:
+    """A short human summary of a report."""
+    details = report.get("details", {})
+    c = report["components"]
+
+    def note(key: str, text: str) -> str:
+        return text if details.get(key) is not None else ""
+
+    auroc = (
+        f"AUROC {details['auroc_clean']:.4f} -> {details['auroc_adversarial']:.4f}"
+        if details.get("auroc_clean") is not None
+        else "one class sampled"
+    )
+    lines = [
+        f"{title}: SPS {report['sps']:.2f}  {report['verdict']}",
+        f"  fgsm_robustness                  {c['fgsm_robustness']:.4f}  ({auroc})",
+        f"  membership_inference_resistance  {c['membership_inference_resistance']:.4f}"
+        f"  {note('mi_accuracy', '(attack accuracy %.4f)' % details.get('mi_accuracy', 0))}",
+        f"  calibration_ece                  {c['calibration_ece']:.4f}"
+        f"  {note('ece', '(ECE %.4f)' % details.get('ece', 0))}",
+        f"  boundary_attack_resistance       {c['boundary_attack_resistance']:.4f}"
+        f"  {note('mean_steps_to_flip', '(mean steps to flip %.2f)' % details.get('mean_steps_to_flip', 0))}",
+    ]
+    if details.get("artifact_sha256"):
+        lines.append(f"  model sha256 {details['artifact_sha256']}")
+    if details.get("data_sha256"):
+        lines.append(f"  data sha256  {details['data_sha256']}")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _write_report(report: dict[str, Any], out: Path | None) -> None:
+    text = json.dumps(report, indent=2, allow_nan=False) + "\n"
+    if out is None:
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temporary = out.with_name(f".{out.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, out)
+
+
+def _context(args: argparse.Namespace, variant: Any) -> Any:
+    from pytest_clinaudit.reference.data import LoadContext
+
+    mimic = args.mimic_dir or (Path(os.environ["CLINAUDIT_MIMIC_DIR"]) if os.environ.get("CLINAUDIT_MIMIC_DIR") else None)
+    return LoadContext(base_dir=variant.path.parent, mimic_dir=mimic)
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.reference.data import DataError
+
+    progress = _progress(args.quiet)
+    owner_flags = {"--model": args.model, "--train": args.train, "--test": args.test, "--label": args.label}
+    try:
+        if args.variant is not None:
+            given = [flag for flag, value in owner_flags.items() if value is not None]
+            if given or args.params:
+                raise CLIError(f"--variant cannot be combined with {', '.join(given or ['--params'])}")
+            from pytest_clinaudit.references import get_reference
+
+            variant = _catalog(args).get(args.variant)
+            reference = get_reference(
+                variant, cache=_cache(args), context=_context(args, variant), progress=progress
+            )
+            report, title = reference.report, variant.name
+        else:
+            missing = [flag for flag, value in owner_flags.items() if value is None]
+            if missing:
+                raise CLIError(
+                    "give --variant NAME, or audit your own model with --model, --train, --test "
+                    f"and --label (missing: {', '.join(missing)})"
+                )
+            report, title = _audit_own_model(args, progress)
+    except (CLIError, VariantError, DataError) as exc:
+        print(f"clinaudit audit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    _write_report(report, args.out)
+    print(format_summary(title, report))
+    if args.out is not None:
+        print(f"report written to {args.out}")
+    else:
+        print(json.dumps({k: report[k] for k in ("sps", "components", "verdict")}, indent=2))
+    return EXIT_OK
+
+
+def _audit_own_model(args: argparse.Namespace, progress: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+    from pytest_clinaudit.reference.data import load_csv_pair
+    from pytest_clinaudit.reference.recipes import Artifact
+    from pytest_clinaudit.references import audit_artifact
+
+    catalog = _catalog(args)
+    spec = args.params or "wdbc-baseline"
+    if spec in catalog:
+        params = catalog.get(spec).params
+    elif Path(spec).is_file():
+        params = load_audit_params(Path(spec))
+    else:
+        raise CLIError(f"--params {spec!r} is neither a variant ({', '.join(catalog.names())}) nor a file")
+    model_path: Path = args.model
+    if not model_path.is_file():
+        raise CLIError(f"--model {model_path}: no such file")
+    data = load_csv_pair(args.train, args.test, label=args.label, name=args.train.stem)
+    print(
+        f"clinaudit: unpickling {model_path} because you passed it with --model. Unpickling runs code "
+        "from the file: audit only models you trust.",
+        file=sys.stderr,
+    )
+    artifact = Artifact(model_path.read_bytes())
+    reference = audit_artifact(
+        model_path.name, artifact, data, params, cache=_cache(args), progress=progress
+    )
+    return reference.report, f"{model_path.name} (parameters: {spec})"
+
+
+# ----------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clinaudit",
+        description="Reference auditor and tools of pytest-clinaudit. Grading itself runs as "
+        "`pytest --submission report.json --variant NAME`.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    variants = sub.add_parser("variants", help="list the variants")
+    _add_common(variants)
+    variants.add_argument("--json", action="store_true", help="machine-readable output")
+    variants.set_defaults(handler=_cmd_variants)
+
+    audit = sub.add_parser(
+        "audit",
+        help="compute a reference report",
+        description="Audit a variant's model (--variant) or your own pickled model "
+        "(--model/--train/--test/--label). Your own pickle is loaded only because you name it, "
+        "and unpickling runs its code: audit only files you trust.",
+    )
+    _add_common(audit)
+    audit.add_argument("--variant", metavar="NAME", help="variant name or alias")
+    audit.add_argument("--out", type=Path, metavar="FILE", help="write the report JSON here")
+    audit.add_argument("--model", type=Path, metavar="FILE", help="your pickled classifier")
+    audit.add_argument("--train", type=Path, metavar="CSV", help="training CSV (header row)")
+    audit.add_argument("--test", type=Path, metavar="CSV", help="test CSV (same columns)")
+    audit.add_argument("--label", metavar="COLUMN", help="label column (0/1, 1 = adverse outcome)")
+    audit.add_argument(
+        "--params",
+        metavar="NAME|FILE",
+        help="attack parameters: a variant name or a variant-like TOML file (default: wdbc-baseline)",
+    )
+    audit.set_defaults(handler=_cmd_audit)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except VariantError as exc:
+        print(f"clinaudit {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("clinaudit: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""Reference reports, recomputed on the exact artifact and cached as JSON.
+
+Two kinds of cache entries make a warm lookup free of NumPy and scikit-learn:
+
+``builds``
+    recipe + dataset fingerprint + library versions -> artifact and data sha256.
+    Building is deterministic, so this maps a recipe to the model it produces.
+``references``
+    artifact sha256 + data sha256 + attack parameters + semantics + library
+    versions -> the reference report and the model's test probabilities.
+
+A cold lookup loads the data, builds the model from its recipe, pickles it,
+hashes the bytes, audits the *unpickled* bytes (the model an agent receives)
+and stores both entries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+from collections.abc import Callable
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from pytest_clinaudit.cache import ReferenceCache, cache_key
+from pytest_clinaudit.reference import SEMANTICS
+from pytest_clinaudit.reference.data import LoadContext
+from pytest_clinaudit.reference.params import as_dict
+
+if TYPE_CHECKING:
+    from pytest_clinaudit.catalog import Variant
+    from pytest_clinaudit.reference.data import Dataset
+    from pytest_clinaudit.reference.params import AuditParams
+    from pytest_clinaudit.reference.recipes import Artifact
+
+Progress = Callable[[str], None]
+
+LIBRARIES = ("pytest-clinaudit", "numpy", "scipy", "scikit-learn", "xgboost")
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of everything that can move a reference, without importing it."""
+    versions = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """A reference report and where it came from.
+
+    Attributes
+    ----------
+    report
+        ``sps``, ``components``, ``verdict`` and ``details`` (SPEC §4).
+    test_probabilities, y_test
+        The model's ``p(X_test)`` and the test labels, for grading-time
+        property checks that must not rebuild the model.
+    """
+
+    variant: str
+    report: dict[str, Any]
+    artifact_sha256: str
+    data_sha256: str
+    test_probabilities: tuple[float, ...]
+    y_test: tuple[int, ...]
+    libraries: dict[str, str]
+    from_cache: bool
+
+    @property
+    def components(self) -> dict[str, float]:
+        components: dict[str, float] = self.report["components"]
+        return components
+
+    @property
+    def unrounded_components(self) -> dict[str, float]:
+        unrounded: dict[str, float] = self.report["details"]["components_unrounded"]
+        return unrounded
+
+    @property
+    def sps(self) -> float:
+        return float(self.report["sps"])
+
+
+def _build_payload(variant: Variant, context: LoadContext, libraries: dict[str, str]) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "kind": "build",
+        "dataset": variant.dataset.fingerprint(context),
+        "recipe": dataclasses.asdict(variant.model),
+        "libraries": libraries,
+    }
+    if variant.model.augmentation is not None:
+        # Augmentation reuses the FGSM surrogate, so its settings shape the model.
+        payload["surrogate"] = as_dict(variant.params.fgsm.surrogate)
+    return payload
+
+
+def _reference_payload(
+    artifact_sha256: str, data_sha256: str, params: AuditParams, libraries: dict[str, str]
+) -> dict[str, Any]:
+    return {
+        "kind": "reference",
+        "semantics": SEMANTICS,
+        "artifact_sha256": artifact_sha256,
+        "data_sha256": data_sha256,
+        "params": as_dict(params),
+        "libraries": libraries,
+    }
+
+
+def build_artifact(
+    variant: Variant, context: LoadContext | None = None, *, progress: Progress = _quiet
+) -> tuple[Artifact, Dataset]:
+    """Load the variant's data and build its model; returns the pickled artifact and data."""
+    from pytest_clinaudit.reference.recipes import Artifact, build_model
+
+    context = context or variant.context
+    progress(f"{variant.name}: loading data ({type(variant.dataset).__name__})")
+    data = variant.dataset.load(context)
+    progress(f"{variant.name}: building the model ({variant.model.describe()})")
+    model = build_model(variant.model, variant.params.fgsm.surrogate, data)
+    return Artifact.from_model(model), data
+
+
+def audit_artifact(
+    name: str,
+    artifact: Artifact,
+    data: Dataset,
+    params: AuditParams,
+    *,
+    cache: ReferenceCache,
+    libraries: dict[str, str] | None = None,
+    progress: Progress = _quiet,
+) -> Reference:
+    """The reference for a concrete artifact, from the cache or by auditing it."""
+    from pytest_clinaudit.reference.audit import audit
+
+    libraries = libraries or library_versions()
+    payload = _reference_payload(artifact.sha256, data.sha256, params, libraries)
+    key = cache_key(payload)
+    with cache.lock(key):
+        cached = cache.get("references", key)
+        if cached is not None:
+            return _reference_from_entry(name, cached, from_cache=True)
+        progress(f"{name}: auditing artifact {artifact.sha256[:12]}")
+        result = audit(
+            artifact.load(),
+            data,
+            params,
+            artifact_sha256=artifact.sha256,
+            progress=lambda message: progress(f"{name}: {message}"),
+        )
+        entry = {
+            "variant": name,
+            "report": result.report(),
+            "artifact_sha256": artifact.sha256,
+            "data_sha256": data.sha256,
+            "test_probabilities": list(result.test_probabilities),
+            "y_test": data.y_test.tolist(),
+            "libraries": libraries,
+        }
+        cache.put("references", key, entry, payload=payload)
+    return _reference_from_entry(name, entry, from_cache=False)
+
+
+def _reference_from_entry(name: str, entry: dict[str, Any], *, from_cache: bool) -> Reference:
+    return Reference(
+        variant=name,
+        report=entry["report"],
+        artifact_sha256=entry["artifact_sha256"],
+        data_sha256=entry["data_sha256"],
+        test_probabilities=tuple(entry["test_probabilities"]),
+        y_test=tuple(entry["y_test"]),
+        libraries=entry["libraries"],
+        from_cache=from_cache,
+    )
+
+
+def get_reference(
+    variant: Variant,
+    *,
+    cache: ReferenceCache | None = None,
+    context: LoadContext | None = None,
+    progress: Progress = _quiet,
+) -> Reference:
+    """The variant's reference, computed at most once per artifact and library set.
+
+    A warm call reads two small JSON files and imports nothing numeric. A cold
+    call holds a lock on the build while it works, so concurrent graders of the
+    same variant wait for one computation instead of repeating it.
+    """
+    cache = cache if cache is not None else ReferenceCache.default()
+    context = context or variant.context
+    libraries = library_versions()
+    build_payload = _build_payload(variant, context, libraries)
+    build_key = cache_key(build_payload)
+
+    def cached_reference() -> Reference | None:
+        build = cache.get("builds", build_key)
+        if build is None:
+            return None
+        reference_key = cache_key(
+            _reference_payload(build["artifact_sha256"], build["data_sha256"], variant.params, libraries)
+        )
+        entry = cache.get("references", reference_key)
+        return None if entry is None else _reference_from_entry(variant.name, entry, from_cache=True)
+
+    found = cached_reference()
+    if found is not None:
+        return found
+    with cache.lock(build_key):
+        found = cached_reference()  # another process may have finished meanwhile
+        if found is not None:
+            return found
+        artifact, data = build_artifact(variant, context, progress=progress)
+        reference = audit_artifact(
+            variant.name, artifact, data, variant.params, cache=cache, libraries=libraries, progress=progress
+        )
+        cache.put(
+            "builds",
+            build_key,
+            {"artifact_sha256": artifact.sha256, "data_sha256": data.sha256, "variant": variant.name},
+            payload=build_payload,
+        )
+    return reference
