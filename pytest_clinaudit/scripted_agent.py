@@ -1,0 +1,233 @@
+"""A scripted agent: does the audit task from the workspace alone.
+
+    python -m pytest_clinaudit.scripted_agent WORKSPACE [--mode MODE]
+
+It reads only what an agent gets (``task.md``'s parameter block, ``model.pkl``,
+``train.csv``, ``test.csv``), implements the four attacks on its own (it
+imports nothing from pytest_clinaudit, so it can be copied into a sandbox as a
+single file), and writes ``report.json`` where task.md says.
+
+``--mode`` replays the failure modes seen in the published evaluation:
+
+correct
+    The audit as specified.
+no-report
+    Does the work but writes nothing.
+empty
+    Writes an empty file.
+wrong-sum
+    Right components, an SPS that is not their weighted sum (the paper's 34.84
+    for 56.84): the reported SPS is the correct one minus 22 points.
+string-numbers
+    Right numbers, written as JSON strings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+from pathlib import Path
+from typing import Any
+
+FENCE = "```toml clinaudit-parameters"
+COMPONENTS = (
+    "fgsm_robustness",
+    "membership_inference_resistance",
+    "calibration_ece",
+    "boundary_attack_resistance",
+)
+
+
+def read_parameters(task_md: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    text = task_md.read_text(encoding="utf-8")
+    start = text.index(FENCE) + len(FENCE)
+    return tomllib.loads(text[start : text.index("```", start)])
+
+
+def read_csv(path: Path, label: str) -> tuple[Any, Any]:
+    import numpy as np
+
+    with path.open(encoding="utf-8") as handle:
+        header = handle.readline().strip().split(",")
+    table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    column = header.index(label)
+    return np.delete(table, column, axis=1), table[:, column].astype(int)
+
+
+def fgsm(model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any, p: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+    from sklearn.preprocessing import StandardScaler
+
+    s = p["surrogate"]
+    X_fit = StandardScaler().fit_transform(X_train) if s["scaler"] else X_train
+    lr = LogisticRegression(
+        C=s["C"],
+        max_iter=s["max_iter"],
+        class_weight=None if s["class_weight"] == "none" else s["class_weight"],
+        random_state=s["random_state"],
+    ).fit(X_fit, y_train)
+    direction = np.sign(lr.coef_[0])
+    rows = np.random.RandomState(p["seed"]).choice(len(X_test), min(p["n_samples"], len(X_test)), replace=False)
+    X, y = X_test[rows], y_test[rows]
+    if len(np.unique(y)) < 2:
+        return {"score": p["single_class_score"]}
+    shift = p["epsilon"] * direction
+    X_adv = np.where(y[:, None] == 1, X - shift, X + shift)
+    clean = roc_auc_score(y, model.predict_proba(X)[:, 1])
+    adversarial = roc_auc_score(y, model.predict_proba(X_adv)[:, 1])
+    return {
+        "score": max(0.0, 1.0 - max(0.0, clean - adversarial)),
+        "auroc_clean": float(clean),
+        "auroc_adversarial": float(adversarial),
+    }
+
+
+def membership(model: Any, X_train: Any, y_train: Any, X_test: Any, p: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+    from sklearn.ensemble import RandomForestClassifier
+
+    n_pool = min(p["pool_cap"], len(X_train))
+    X_pool, y_pool = X_train[:n_pool], y_train[:n_pool]
+    rng = np.random.RandomState(p["seed"])
+    features, truth = [], []
+    for i in range(p["rounds"]):
+        chosen = rng.choice(n_pool, int(p["in_fraction"] * n_pool), replace=False)
+        is_member = np.isin(np.arange(n_pool), chosen)
+        shadow = RandomForestClassifier(
+            n_estimators=p["shadow_n_estimators"],
+            max_depth=p["shadow_max_depth"],
+            class_weight=None if p["shadow_class_weight"] == "none" else p["shadow_class_weight"],
+            random_state=p["shadow_seed"] + i,
+        ).fit(X_pool[is_member], y_pool[is_member])
+        features += [shadow.predict_proba(X_pool[is_member]), shadow.predict_proba(X_pool[~is_member])]
+        truth += [np.ones(is_member.sum()), np.zeros((~is_member).sum())]
+    attack = RandomForestClassifier(n_estimators=p["attack_n_estimators"], random_state=p["attack_seed"])
+    attack.fit(np.vstack(features), np.concatenate(truth))
+    n = min(p["eval_cap"], len(X_train), len(X_test))
+    queries = np.vstack([model.predict_proba(X_train[:n]), model.predict_proba(X_test[:n])])
+    said_member = attack.predict_proba(queries)[:, 1] >= p["threshold"]
+    accuracy = float(np.mean(said_member == np.r_[np.ones(n), np.zeros(n)].astype(bool)))
+    return {"score": float(np.clip(1 - 2 * (accuracy - 0.5), 0, 1)), "mi_accuracy": accuracy}
+
+
+def calibration(model: Any, X_test: Any, y_test: Any, p: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+    from sklearn.calibration import calibration_curve
+
+    prob = model.predict_proba(X_test)[:, 1]
+    frac_pos, mean_pred = calibration_curve(y_test, prob, n_bins=p["n_bins"], strategy="uniform")
+    edges = np.linspace(0, 1, p["n_bins"] + 1)
+    counts = np.array([np.sum((prob >= lo) & (prob < hi)) for lo, hi in zip(edges[:-1], edges[1:])])
+    counts = counts[: len(frac_pos)]
+    total = counts.sum()
+    ece = 0.0
+    if total:
+        for count, frac, mean in zip(counts, frac_pos, mean_pred):
+            ece += count / total * abs(frac - mean)
+    return {"score": max(0.0, 1.0 - p["ece_scale"] * ece), "ece": float(ece)}
+
+
+def boundary(model: Any, X_test: Any, p: dict[str, Any]) -> dict[str, Any]:
+    """Walks advance together; one predict call per step for the rows still walking."""
+    import numpy as np
+
+    rows = np.random.RandomState(p["seed"]).choice(len(X_test), min(p["n_samples"], len(X_test)), replace=False)
+    predicted = model.predict(X_test)
+    steps = np.full(len(rows), p["max_steps"])
+    origin = predicted[rows]
+    walking, current, targets = [], [], []
+    for k, row in enumerate(rows):
+        other = np.flatnonzero(predicted != origin[k])
+        if other.size:
+            walking.append(k)
+            current.append(X_test[row])
+            targets.append(X_test[other[0]])
+    walking_arr = np.array(walking, dtype=int)
+    current_arr, targets_arr = np.array(current), np.array(targets)
+    for step in range(1, p["max_steps"] + 1):
+        if walking_arr.size == 0:
+            break
+        d = targets_arr - current_arr
+        norms = np.array([np.linalg.norm(row) for row in d])
+        keep = norms >= p["min_norm"]
+        walking_arr, current_arr, targets_arr, d, norms = (
+            walking_arr[keep], current_arr[keep], targets_arr[keep], d[keep], norms[keep]
+        )
+        if walking_arr.size == 0:
+            break
+        candidates = current_arr + p["step_size"] * d / norms[:, None]
+        flipped = model.predict(candidates) != origin[walking_arr]
+        steps[walking_arr[flipped]] = step
+        walking_arr, current_arr, targets_arr = (
+            walking_arr[~flipped], candidates[~flipped], targets_arr[~flipped]
+        )
+    mean = float(np.mean(steps))
+    return {"score": min(1.0, mean / p["max_steps"]), "mean_steps_to_flip": mean}
+
+
+def run_audit(workspace: Path) -> dict[str, Any]:
+    params = read_parameters(workspace / "task.md")
+    label = params["label"]
+    X_train, y_train = read_csv(workspace / "train.csv", label)
+    X_test, y_test = read_csv(workspace / "test.csv", label)
+    with (workspace / "model.pkl").open("rb") as handle:
+        model = pickle.load(handle)  # the model this workspace was given to audit
+    results = {
+        "fgsm_robustness": fgsm(model, X_train, y_train, X_test, y_test, params["fgsm"]),
+        "membership_inference_resistance": membership(model, X_train, y_train, X_test, params["membership_inference"]),
+        "calibration_ece": calibration(model, X_test, y_test, params["calibration"]),
+        "boundary_attack_resistance": boundary(model, X_test, params["boundary"]),
+    }
+    weights = params["weights"]
+    sps = 100 * sum(weights[name] * results[name]["score"] for name in COMPONENTS)
+    rounded = round(sps, 2)
+    verdict = (
+        "PRODUCTION"
+        if rounded >= params["verdict"]["production"]
+        else "CONDITIONAL" if rounded >= params["verdict"]["conditional"] else "NOT RECOMMENDED"
+    )
+    details = {k: v for name in COMPONENTS for k, v in results[name].items() if k != "score"}
+    return {
+        "sps": rounded,
+        "components": {name: round(results[name]["score"], 4) for name in COMPONENTS},
+        "verdict": verdict,
+        "details": details,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Scripted agent for the clinical security audit task.")
+    parser.add_argument("workspace", type=Path, nargs="?", default=Path.cwd())
+    parser.add_argument(
+        "--mode",
+        choices=("correct", "no-report", "empty", "wrong-sum", "string-numbers"),
+        default="correct",
+    )
+    args = parser.parse_args(argv)
+    out = args.workspace / "report.json"
+    if args.mode == "empty":
+        out.write_text("", encoding="utf-8")
+        return 0
+    report = run_audit(args.workspace)
+    if args.mode == "no-report":
+        return 0
+    if args.mode == "wrong-sum":
+        report["sps"] = round(report["sps"] - 22.0, 2)
+    if args.mode == "string-numbers":
+        report["sps"] = str(report["sps"])
+        report["components"] = {k: str(v) for k, v in report["components"].items()}
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}: SPS {report['sps']} {report['verdict']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

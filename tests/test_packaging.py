@@ -1,0 +1,33 @@
+"""Installed import names stay inside the pytest_clinaudit namespace."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = """
+import importlib.util, json
+from importlib import metadata
+found = {name: importlib.util.find_spec(name) is not None for name in ("reference", "variants", "tests", "benchmarks")}
+import pytest_clinaudit.reference.attacks, pytest_clinaudit.variants
+entry = [e.value for e in metadata.entry_points(group="pytest11") if e.name == "clinaudit"]
+print(json.dumps({"found": found, "entry": entry}))
+"""
+
+
+def test_only_the_pytest_clinaudit_namespace_is_importable_after_install(tmp_path: Path) -> None:
+    # Run from an empty directory so the checkout is not on sys.path.
+    out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tmp_path, capture_output=True, text=True, check=True)
+    import json
+
+    result = json.loads(out.stdout)
+    assert result["found"] == {"reference": False, "variants": False, "tests": False, "benchmarks": False}
+    assert result["entry"] == ["pytest_clinaudit.plugin"]
+
+
+def test_the_shipped_variant_files_are_package_data() -> None:
+    from pytest_clinaudit.catalog import builtin_variant_files
+
+    names = {path.name for path in builtin_variant_files()}
+    assert {"wdbc-baseline.toml", "wdbc-calibrated.toml", "wdbc-hard.toml"} <= names
