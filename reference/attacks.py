@@ -285,13 +285,13 @@ def task_ece(y: IntArray, prob: FloatArray, n_bins: int) -> float:
     # side="right" puts x in bin k exactly when edges[k] <= x < edges[k+1].
     index = np.searchsorted(edges, prob, side="right") - 1
     counts = np.bincount(index[(index >= 0) & (index < n_bins)], minlength=n_bins)
-    counts = counts[: len(frac_pos)].astype(np.float64)
-    total = counts.sum()
+    counts = counts[: len(frac_pos)]
+    total = int(counts.sum())
     if total == 0:
         return 0.0
     # Summed term by term in bin order, as the task's loop sums.
     ece = 0.0
-    for count, frac, mean in zip(counts.tolist(), frac_pos.tolist(), mean_pred.tolist()):
+    for count, frac, mean in zip(counts.tolist(), frac_pos.tolist(), mean_pred.tolist(), strict=False):
         ece += count / total * abs(frac - mean)
     return ece
 
