@@ -221,7 +221,9 @@ def split_label(path: Path, header: list[str], table: FloatArray, label: str) ->
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise DataError(
-            f"{path}, line {row + 2}, column {label!r}: labels must be 0 or 1, got {y[row]!r}"
+            # float() first: NumPy 2 scalars repr as "np.float64(2.0)".
+            f"{path}, line {row + 2}, column {label!r}: labels must be 0 or 1, got "
+            f"{float(y[row])!r}; code the adverse outcome as 1 and every other as 0"
         )
     names = tuple(name for i, name in enumerate(header) if i != column)
     X = np.delete(table, column, axis=1)
@@ -320,5 +322,16 @@ class CSVSource:
         }
 
 
-SOURCES: dict[str, type[Any]] = {"wdbc": WDBCSource, "csv": CSVSource}
+# The ICU sources live in their own modules, which import NumPy only inside
+# functions and this module only inside functions, so importing them here keeps
+# this module cheap and cycle-free.
+from .icu import ICUSynthSource  # noqa: E402
+from .mimic import MimicSource  # noqa: E402
+
+SOURCES: dict[str, type[Any]] = {
+    "wdbc": WDBCSource,
+    "csv": CSVSource,
+    "icu-synth": ICUSynthSource,
+    "mimic": MimicSource,
+}
 """Dataset sources by the name a variant file's ``[dataset] source`` uses."""
