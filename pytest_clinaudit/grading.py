@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -30,6 +31,7 @@ from pytest_clinaudit import submission as submissions
 from pytest_clinaudit.cache import ReferenceCache, default_cache_dir
 from pytest_clinaudit.catalog import Catalog, Variant, VariantError, default_catalog
 from pytest_clinaudit.options import OptionError
+from pytest_clinaudit.reference.params import COMPONENTS
 from pytest_clinaudit.scoring import CheckRecord, Grade
 
 if TYPE_CHECKING:
@@ -52,6 +54,18 @@ def _versions(names: tuple[str, ...]) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             found[name] = "not installed"
     return found
+
+
+def _json_number(value: Any) -> float | None:
+    """A JSON number as a float; ``None`` for anything else (strings, booleans, NaN)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _text(value: float | None) -> str:
+    return "none" if value is None else repr(value)
 
 
 def write_json_atomic(path: Path, document: Any) -> None:
@@ -276,6 +290,7 @@ class GradingSession:
             "manifest": None if o.manifest is None else str(o.manifest),
             "meta": dict(o.meta),
             "submission": self.submission.summary(),
+            "submitted": self.submitted_values(),
             "reference": {
                 "artifact_sha256": r.artifact_sha256,
                 "data_sha256": r.data_sha256,
@@ -291,6 +306,22 @@ class GradingSession:
             "missing_checks": self.missing_checks(),
         }
 
+    def submitted_values(self) -> dict[str, Any]:
+        """The submitted SPS, components and verdict where they are JSON numbers and a string.
+
+        ``None`` stands for missing or unusable; the checks say why. Batch reports
+        compare these with the reference.
+        """
+        report = self.submission.report or {}
+        components = report.get("components")
+        components = components if isinstance(components, dict) else {}
+        verdict = report.get("verdict")
+        return {
+            "sps": _json_number(report.get("sps")),
+            "components": {name: _json_number(components.get(name)) for name in COMPONENTS},
+            "verdict": verdict if isinstance(verdict, str) else None,
+        }
+
     def suite_properties(self, grade: Grade) -> Iterator[tuple[str, object]]:
         yield "clinaudit.score", f"{grade.score:.6f}"
         yield "clinaudit.raw_score", "none" if grade.raw_score is None else f"{grade.raw_score:.6f}"
@@ -300,6 +331,13 @@ class GradingSession:
         yield "clinaudit.invariants_ok", str(grade.invariants_ok).lower()
         yield "clinaudit.reference_sha256", self.reference.artifact_sha256
         yield "clinaudit.reference_sps", f"{self.reference.sps:.2f}"
+        for name in COMPONENTS:
+            yield f"clinaudit.reference.{name}", f"{self.reference.components[name]:.4f}"
+        submitted = self.submitted_values()
+        yield "clinaudit.submitted.sps", _text(submitted["sps"])
+        for name in COMPONENTS:
+            yield f"clinaudit.submitted.{name}", _text(submitted["components"][name])
+        yield "clinaudit.submitted.verdict", submitted["verdict"] or "none"
         for key, value in self.options.meta:
             yield f"clinaudit.meta.{key}", value
 

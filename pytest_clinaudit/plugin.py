@@ -55,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
         resolved = options.resolve(config)
         if resolved is None:
             return
+        _stop_rewriting_libraries(config)
         from pytest_clinaudit.grading import GradingSession
 
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -75,6 +76,27 @@ def pytest_configure(config: pytest.Config) -> None:
     except Exception as exc:
         _write_error_score(config, resolved, f"{type(exc).__name__}: {exc}")
         raise
+
+
+# Distributions whose modules pytest marks for assertion rewriting because they
+# register pytest11 plugins: Hypothesis and this package.
+_NOT_REWRITTEN = ("hypothesis", "_hypothesis", "pytest_clinaudit")
+
+
+def _stop_rewriting_libraries(config: pytest.Config) -> None:
+    """Import Hypothesis and this package without assertion rewriting.
+
+    A grading session runs no user tests, and every assert in the checks carries
+    its own message, so rewriting buys nothing here. It costs about 1 s per
+    session where bytecode caching is off (``PYTHONDONTWRITEBYTECODE``), because
+    rewritten modules are then recompiled on every import. The marks live in a
+    private attribute of pytest's import hook; if it moves, nothing changes but
+    the speed. A grader's conftest files are still rewritten.
+    """
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set):
+        marked.difference_update({name for name in marked if name.startswith(_NOT_REWRITTEN)})
 
 
 def _write_error_score(config: pytest.Config, resolved: Any, message: str) -> None:

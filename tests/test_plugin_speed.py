@@ -1,0 +1,42 @@
+"""What keeps a warm grading session fast: no assertion rewriting of library code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from grading_helpers import REPO, warm_cache_dir
+
+
+@pytest.fixture(scope="session")
+def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return warm_cache_dir(tmp_path_factory)
+
+
+def test_a_grading_session_imports_hypothesis_and_its_checks_without_assertion_rewriting(
+    pytester: pytest.Pytester, warm_cache: Path
+) -> None:
+    # The grader's conftest is still rewritten; the library modules are not.
+    pytester.makeconftest(
+        "import sys\n"
+        "def pytest_clinaudit_graded(config, variant, grade):\n"
+        "    for name in ('hypothesis', 'hypothesis.core', 'pytest_clinaudit.checks'):\n"
+        "        loader = type(sys.modules[name].__spec__.loader).__name__\n"
+        "        print(f'LOADER {name} {loader}')\n"
+    )
+    result = pytester.runpytest_subprocess(
+        "-s", "-p", "no:cacheprovider",
+        "--submission", str(REPO / "examples" / "wdbc-hard" / "report.json"),
+        "--variant", "wdbc-hard", "--clinaudit-cache-dir", str(warm_cache),
+    )
+    loaders = re.findall(r"LOADER (\S+) (\S+)", result.stdout.str())
+    assert [name for name, _ in loaders] == ["hypothesis", "hypothesis.core", "pytest_clinaudit.checks"]
+    assert all(loader != "AssertionRewritingHook" for _, loader in loaders), loaders
+    assert result.ret == 0
+
+
+def test_an_ordinary_session_still_rewrites_assertions(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_a="def test_a():\n    x = 1\n    assert x == 2\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*assert 1 == 2*"])
