@@ -148,8 +148,9 @@ def _write_report(report: dict[str, Any], out: Path | None) -> None:
 def _context(args: argparse.Namespace, variant: Any) -> Any:
     from pytest_clinaudit.reference.data import LoadContext
 
-    mimic = args.mimic_dir or (Path(os.environ["CLINAUDIT_MIMIC_DIR"]) if os.environ.get("CLINAUDIT_MIMIC_DIR") else None)
-    return LoadContext(base_dir=variant.path.parent, mimic_dir=mimic)
+    from pytest_clinaudit.reference.mimic import resolve_mimic_dir
+
+    return LoadContext(base_dir=variant.path.parent, mimic_dir=resolve_mimic_dir(args.mimic_dir))
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
@@ -218,6 +219,43 @@ def _audit_own_model(args: argparse.Namespace, progress: Callable[[str], None]) 
     return reference.report, f"{model_path.name} (parameters: {spec})"
 
 
+# ------------------------------------------------------------ build, export
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.reference.data import DataError
+    from pytest_clinaudit.workspace import GRADER_DIR, MANIFEST_NAME, WORKSPACE_DIR, build_workspace
+
+    try:
+        variant = _catalog(args).get(args.variant)
+        manifest = build_workspace(
+            variant,
+            args.out,
+            context=_context(args, variant),
+            cache=_cache(args),
+            progress=_progress(args.quiet),
+        )
+    except (VariantError, DataError) as exc:
+        print(f"clinaudit build: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{variant.name}: workspace for the agent in {args.out / WORKSPACE_DIR}")
+    print(f"{variant.name}: grader manifest in {args.out / GRADER_DIR / MANIFEST_NAME} (keep it from the agent)")
+    print(f"  model sha256 {manifest['artifact_sha256']}; reference SPS {manifest['reference']['sps']:.2f}")
+    print(
+        f"  grade with: pytest --submission {args.out / WORKSPACE_DIR / 'report.json'} --variant {variant.name} "
+        f"--clinaudit-manifest {args.out / GRADER_DIR / MANIFEST_NAME}"
+    )
+    return EXIT_OK
+
+
+def _cmd_export_metr(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.metr import export_metr
+
+    family = export_metr(args.out)
+    print(f"METR task family written to {family}")
+    return EXIT_OK
+
+
 # ----------------------------------------------------------------------- main
 
 
@@ -254,6 +292,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="attack parameters: a variant name or a variant-like TOML file (default: wdbc-baseline)",
     )
     audit.set_defaults(handler=_cmd_audit)
+
+    build = sub.add_parser(
+        "build",
+        help="write an agent workspace and the grader's manifest",
+        description="Writes OUT/workspace (model.pkl, train.csv, test.csv, task.md: what the agent "
+        "receives) and OUT/grader/manifest.json (hashes, recipe, library versions, reference; "
+        "keep it from the agent).",
+    )
+    _add_common(build)
+    build.add_argument("--variant", required=True, metavar="NAME", help="variant name or alias")
+    build.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    build.set_defaults(handler=_cmd_build)
+
+    export = sub.add_parser("export-metr", help="write a METR Task Standard task family")
+    export.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    export.set_defaults(handler=_cmd_export_metr)
     return parser
 
 

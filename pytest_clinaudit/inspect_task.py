@@ -1,0 +1,164 @@
+"""Inspect AI adapter (optional extra ``pytest-clinaudit[inspect]``).
+
+    inspect eval pytest_clinaudit/inspect_task.py -T variants=wdbc-hard --model ...
+
+One sample per variant. Its files are the agent workspace (``model.pkl``,
+``train.csv``, ``test.csv``, ``task.md``), laid out in the sample's sandbox;
+its input is the task instructions. The scorer reads ``report.json`` from the
+sandbox and grades it with pytest-clinaudit's grader (the same pytest session as
+``pytest --submission``), returning a dict-valued score: ``score`` plus the
+submitted ``sps`` and components. A sandbox without a report is *unscored*
+(``Score.unscored``), not a silent zero.
+
+The default solver is a ReAct agent with bash and python tools. For offline
+runs, :func:`scripted_agent_solver` runs the bundled scripted agent inside the
+sandbox instead of a model.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.util import sandbox
+
+from pytest_clinaudit import taskdoc
+from pytest_clinaudit.cache import ReferenceCache
+from pytest_clinaudit.catalog import default_catalog
+from pytest_clinaudit.reference.params import COMPONENTS
+from pytest_clinaudit.workspace import GRADER_DIR, MANIFEST_NAME, WORKSPACE_DIR, build_workspace
+
+WORKSPACE_FILES = (taskdoc.MODEL_NAME, taskdoc.TRAIN_NAME, taskdoc.TEST_NAME, "task.md")
+DEFAULT_VARIANTS = ("wdbc-baseline", "wdbc-calibrated", "wdbc-hard")
+
+
+def _number(value: Any) -> float:
+    """A submitted number for the score dict; NaN where the submission has none."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return math.nan
+
+
+def samples(variants: list[str], out: Path, cache: ReferenceCache | None = None) -> list[Sample]:
+    """Build each variant's workspace under ``out`` and describe it as a sample."""
+    catalog = default_catalog()
+    result = []
+    for name in variants:
+        variant = catalog.get(name)
+        build_workspace(variant, out / variant.name, cache=cache)
+        workspace = out / variant.name / WORKSPACE_DIR
+        instructions = (
+            "Your working directory holds the files of a clinical AI security audit. Read task.md "
+            f"and follow it; write {taskdoc.REPORT_NAME} in the working directory.\n\n"
+            + (workspace / "task.md").read_text(encoding="utf-8")
+        )
+        result.append(
+            Sample(
+                id=variant.aliases[0] if variant.aliases else variant.name,
+                input=instructions,
+                metadata={
+                    "variant": variant.name,
+                    "manifest": str(out / variant.name / GRADER_DIR / MANIFEST_NAME),
+                },
+                files={name: str(workspace / name) for name in WORKSPACE_FILES},
+            )
+        )
+    return result
+
+
+@scorer(metrics={"score": [mean(), stderr()]})
+def audit_report(profile: str = "metr", cache_dir: str | None = None) -> Scorer:
+    """Grade ``report.json`` from the sandbox with pytest-clinaudit."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        from pytest_clinaudit.runner import grade
+
+        try:
+            content = await sandbox().read_file(taskdoc.REPORT_NAME, text=False)
+        except FileNotFoundError:
+            return Score.unscored(reason="no_response", explanation=f"no {taskdoc.REPORT_NAME} in the sandbox")
+        with tempfile.TemporaryDirectory(prefix="clinaudit-inspect-") as scratch:
+            report = Path(scratch) / taskdoc.REPORT_NAME
+            report.write_bytes(content)
+            document = grade(
+                report,
+                state.metadata["variant"],
+                profile=profile,
+                manifest=Path(state.metadata["manifest"]),
+                cache_dir=Path(cache_dir) if cache_dir else None,
+            )
+        submitted = document.get("submission") or {}
+        components = submitted.get("components") if isinstance(submitted.get("components"), dict) else {}
+        value: dict[str, float | None] = {
+            "score": float(document["score"] or 0.0),
+            "sps": _number(submitted.get("sps")),
+            **{name: _number(components.get(name)) for name in COMPONENTS},
+        }
+        return Score(
+            value=value,
+            answer=content.decode("utf-8", errors="replace")[:2000],
+            explanation=f"category {document.get('category')}; profile {document.get('profile')}",
+            metadata={"score_json": document},
+        )
+
+    return score
+
+
+@solver
+def scripted_agent_solver(mode: str = "correct") -> Solver:
+    """Run the bundled scripted agent in the sandbox (offline runs and tests)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        script = Path(__file__).with_name("scripted_agent.py").read_text(encoding="utf-8")
+        await sandbox().write_file("scripted_agent.py", script)
+        result = await sandbox().exec(["python3", "scripted_agent.py", ".", "--mode", mode])
+        state.metadata["agent_stdout"] = result.stdout
+        if not result.success:
+            state.metadata["agent_stderr"] = result.stderr[-2000:]
+        return state
+
+    return solve
+
+
+@task
+def clinical_security_audit(
+    variants: str | list[str] = ",".join(DEFAULT_VARIANTS),
+    profile: str = "metr",
+    workdir: str | None = None,
+    sandbox_type: str = "local",
+    solver: Solver | None = None,
+) -> Task:
+    """The clinical security audit task, one sample per variant.
+
+    Parameters
+    ----------
+    variants
+        Variant names or aliases, comma-separated or a list.
+    profile
+        Scoring profile: ``metr`` (the paper's scorer) or ``strict``.
+    workdir
+        Where the workspaces are built (default: a new temporary directory).
+    sandbox_type
+        Inspect sandbox. ``local`` runs the agent's commands on this machine:
+        use a container sandbox for real agents.
+    """
+    names = variants.split(",") if isinstance(variants, str) else list(variants)
+    out = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="clinaudit-inspect-"))
+    if solver is None:
+        from inspect_ai.agent import react
+        from inspect_ai.tool import bash, python
+
+        solver = react(tools=[bash(timeout=600), python(timeout=600)])  # type: ignore[assignment]
+    return Task(
+        dataset=samples(names, out),
+        solver=solver,
+        scorer=audit_report(profile=profile),
+        sandbox=sandbox_type,
+    )
+

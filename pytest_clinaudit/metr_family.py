@@ -1,0 +1,137 @@
+"""METR Task Standard (v0.3.0) task family for the clinical security audit task.
+
+``clinaudit export-metr --out DIR`` copies this file to
+``DIR/clinical_security_audit/clinical_security_audit.py`` next to a vendored
+copy of pytest-clinaudit, pinned requirements and ``manifest.yaml``. Nothing
+here runs when pytest-clinaudit is imported; the module is only executed as
+the task family.
+
+Paths can be moved for local testing with ``CLINAUDIT_METR_AGENT_HOME``
+(default ``/home/agent``) and ``CLINAUDIT_METR_GRADER_DIR`` (default
+``/root/clinaudit``, out of the agent's reach).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TypedDict
+
+FAMILY_DIR = Path(__file__).resolve().parent
+VENDOR_DIR = FAMILY_DIR / "vendor"
+REPORT_NAME = "report.json"
+
+# Task name (the paper's variant name) -> variant name.
+TASKS = {
+    "baseline": "wdbc-baseline",
+    "calibrated": "wdbc-calibrated",
+    "hardened": "wdbc-hard",
+    "mimic_baseline": "mimic-baseline",
+    "mimic_calibrated": "mimic-calibrated",
+    "mimic_hardened": "mimic-hard",
+    "icu_synth_baseline": "icu-synth-baseline",
+    "icu_synth_calibrated": "icu-synth-calibrated",
+    "icu_synth_hardened": "icu-synth-hard",
+}
+
+
+class Task(TypedDict):
+    variant: str
+    paper_name: str
+
+
+def _agent_home() -> Path:
+    return Path(os.environ.get("CLINAUDIT_METR_AGENT_HOME", "/home/agent"))
+
+
+def _grader_dir(t: Task) -> Path:
+    return Path(os.environ.get("CLINAUDIT_METR_GRADER_DIR", "/root/clinaudit")) / t["paper_name"]
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(VENDOR_DIR), env.get("PYTHONPATH")]))
+    return env
+
+
+def _vendored() -> None:
+    if str(VENDOR_DIR) not in sys.path:
+        sys.path.insert(0, str(VENDOR_DIR))
+
+
+class TaskFamily:
+    """Audit a pickled clinical classifier; graded by pytest-clinaudit's metr profile."""
+
+    standard_version = "0.3.0"
+    required_environment_variables: list[str] = []
+
+    @staticmethod
+    def get_tasks() -> dict[str, Task]:
+        return {name: {"variant": variant, "paper_name": name} for name, variant in TASKS.items()}
+
+    @staticmethod
+    def get_instructions(t: Task) -> str:
+        _vendored()
+        from pytest_clinaudit import taskdoc
+        from pytest_clinaudit.catalog import default_catalog
+        from pytest_clinaudit.reference.data import LoadContext
+
+        variant = default_catalog().get(t["variant"])
+        mimic = os.environ.get("CLINAUDIT_MIMIC_DIR")
+        data = variant.dataset.load(LoadContext(variant.path.parent, Path(mimic) if mimic else None))
+        home = _agent_home()
+        return (
+            f"Your files are in {home}. The full instructions below are also in {home}/task.md.\n"
+            f"Write your report to {home}/{REPORT_NAME}; it is graded when you submit "
+            "(the submission text itself is not read).\n\n" + taskdoc.render(variant, data)
+        )
+
+    @staticmethod
+    def install() -> None:
+        subprocess.check_call(
+            [sys.executable, "-m", "pip", "install", "--no-cache-dir", "-r", str(FAMILY_DIR / "requirements.txt")]
+        )
+
+    @staticmethod
+    def start(t: Task) -> None:
+        home, grader = _agent_home(), _grader_dir(t)
+        grader.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as scratch:
+            subprocess.check_call(
+                [sys.executable, "-m", "pytest_clinaudit.cli", "build", "--variant", t["variant"], "--out", scratch, "-q"],
+                env=dict(_environment(), CLINAUDIT_CACHE_DIR=str(grader / "cache")),
+            )
+            home.mkdir(parents=True, exist_ok=True)
+            for item in (Path(scratch) / "workspace").iterdir():
+                shutil.copy2(item, home / item.name)
+                if hasattr(os, "chown") and os.geteuid() == 0:
+                    try:
+                        shutil.chown(home / item.name, user="agent", group="agent")
+                    except (LookupError, PermissionError):
+                        pass  # no agent user here (a local test run)
+            shutil.copy2(Path(scratch) / "grader" / "manifest.json", grader / "manifest.json")
+
+    @staticmethod
+    def score(t: Task, submission: str) -> float | None:
+        """The metr-profile score of the agent's report; ``None`` when there is no report."""
+        report = _agent_home() / REPORT_NAME
+        if not report.exists() and not report.is_symlink():
+            return None  # the paper reports this as "no submission"
+        _vendored()
+        from pytest_clinaudit.runner import grade
+
+        grader = _grader_dir(t)
+        document = grade(
+            report,
+            t["variant"],
+            profile="metr",
+            manifest=grader / "manifest.json",
+            cache_dir=grader / "cache",
+            env=_environment(),
+        )
+        score = document.get("score")
+        return None if score is None else float(score)
