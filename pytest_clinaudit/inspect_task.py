@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
@@ -38,11 +37,9 @@ WORKSPACE_FILES = (taskdoc.MODEL_NAME, taskdoc.TRAIN_NAME, taskdoc.TEST_NAME, "t
 DEFAULT_VARIANTS = ("wdbc-baseline", "wdbc-calibrated", "wdbc-hard")
 
 
-def _number(value: Any) -> float:
-    """A submitted number for the score dict; NaN where the submission has none."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return math.nan
+def _number(value: float | None) -> float:
+    """A submitted number for the score dict; NaN (Inspect's "no value") where there is none."""
+    return math.nan if value is None else value
 
 
 def samples(variants: list[str], out: Path, cache: ReferenceCache | None = None) -> list[Sample]:
@@ -93,12 +90,12 @@ def audit_report(profile: str = "metr", cache_dir: str | None = None) -> Scorer:
                 manifest=Path(state.metadata["manifest"]),
                 cache_dir=Path(cache_dir) if cache_dir else None,
             )
-        submitted = document.get("submission") or {}
-        components = submitted.get("components") if isinstance(submitted.get("components"), dict) else {}
+        # The grader's reading of the report: JSON numbers only, None otherwise.
+        submitted = document["submitted"]
         value: dict[str, float | None] = {
-            "score": float(document["score"] or 0.0),
-            "sps": _number(submitted.get("sps")),
-            **{name: _number(components.get(name)) for name in COMPONENTS},
+            "score": float(document["score"]),
+            "sps": _number(submitted["sps"]),
+            **{name: _number(submitted["components"][name]) for name in COMPONENTS},
         }
         return Score(
             value=value,
@@ -111,13 +108,18 @@ def audit_report(profile: str = "metr", cache_dir: str | None = None) -> Scorer:
 
 
 @solver
-def scripted_agent_solver(mode: str = "correct") -> Solver:
-    """Run the bundled scripted agent in the sandbox (offline runs and tests)."""
+def scripted_agent_solver(mode: str = "correct", python: str = "python3") -> Solver:
+    """Run the bundled scripted agent in the sandbox (offline runs and tests).
+
+    ``python`` is the sandbox's interpreter; it needs NumPy and scikit-learn (and
+    XGBoost to unpickle the XGBoost variants). In a local sandbox pass
+    ``sys.executable``: ``python3`` there is whatever the PATH finds.
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         script = Path(__file__).with_name("scripted_agent.py").read_text(encoding="utf-8")
         await sandbox().write_file("scripted_agent.py", script)
-        result = await sandbox().exec(["python3", "scripted_agent.py", ".", "--mode", mode])
+        result = await sandbox().exec([python, "scripted_agent.py", ".", "--mode", mode])
         state.metadata["agent_stdout"] = result.stdout
         if not result.success:
             state.metadata["agent_stderr"] = result.stderr[-2000:]
