@@ -180,7 +180,7 @@ class _Reader:
         fields = [f for f in dataclasses.fields(cls) if f.init]
         optional = {f.name for f in fields if _is_optional(hints[f.name])}
         self.check_keys(table, where, {f.name for f in fields} - optional, optional)
-        values = {}
+        values: dict[str, Any] = {}
         for f in fields:
             hint = hints[f.name]
             if f.name not in table:
@@ -249,7 +249,7 @@ def _read_model(reader: _Reader, table: Any) -> ModelRecipe:
     if not isinstance(table, dict):
         raise reader.error("model", f"expected a table, got {_describe(table)}")
     reader.check_keys(table, "model", {"estimator", "scaler", "params"}, {"calibration", "augmentation"})
-    estimator = reader.value(table, "estimator", Literal[ESTIMATORS], "model")  # type: ignore[valid-type]
+    estimator = reader.value(table, "estimator", Literal[ESTIMATORS], "model")
     scaler = reader.value(table, "scaler", bool, "model")
     params = table["params"]
     if not isinstance(params, dict):
@@ -296,13 +296,14 @@ def _read_params(reader: _Reader, document: Mapping[str, Any]) -> AuditParams:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        document: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise VariantError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise VariantError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise VariantError(f"{path}: not valid TOML ({exc})") from None
+    return document
 
 
 def load_audit_params(path: Path | str) -> AuditParams:

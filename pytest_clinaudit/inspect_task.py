@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from inspect_ai import Task, task
+from inspect_ai.agent import Agent
 from inspect_ai.dataset import Sample
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
@@ -156,10 +157,12 @@ def clinical_security_audit(
         from inspect_ai.agent import react
         from inspect_ai.tool import bash, python
 
-        solver = react(tools=[bash(timeout=600), python(timeout=600)])  # type: ignore[assignment]
+        agent: Solver | Agent = react(tools=[bash(timeout=600), python(timeout=600)])
+    else:
+        agent = solver
     return Task(
         dataset=samples(names, out),
-        solver=solver,
+        solver=agent,
         scorer=audit_report(profile=profile),
         sandbox=sandbox_type,
     )

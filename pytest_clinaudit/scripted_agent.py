@@ -47,7 +47,8 @@ def read_parameters(task_md: Path) -> dict[str, Any]:
         import tomli as tomllib
     text = task_md.read_text(encoding="utf-8")
     start = text.index(FENCE) + len(FENCE)
-    return tomllib.loads(text[start : text.index("```", start)])
+    parameters: dict[str, Any] = tomllib.loads(text[start : text.index("```", start)])
+    return parameters
 
 
 def read_csv(path: Path, label: str) -> tuple[Any, Any]:

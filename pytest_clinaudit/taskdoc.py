@@ -206,4 +206,5 @@ def read_parameters(text: str) -> dict[str, Any]:
 
     start = text.index(PARAMETERS_FENCE) + len(PARAMETERS_FENCE)
     end = text.index("```", start)
-    return tomllib.loads(text[start:end])
+    parameters: dict[str, Any] = tomllib.loads(text[start:end])
+    return parameters

@@ -71,7 +71,8 @@ def fit_surrogate_sign(params: SurrogateParams, X: FloatArray, y: IntArray) -> F
     )
     surrogate = make_pipeline(StandardScaler(), logistic) if params.scaler else logistic
     surrogate.fit(X, y)
-    return np.sign(np.asarray(logistic.coef_, dtype=np.float64)[0])
+    sign: FloatArray = np.sign(np.asarray(logistic.coef_, dtype=np.float64)[0])
+    return sign
 
 
 def fgsm_perturb(X: FloatArray, y: IntArray, epsilon: float, sign: FloatArray) -> FloatArray:
