@@ -8,6 +8,10 @@ clinaudit audit --variant NAME [--out FILE]
     The reference report of a variant (the submission format plus ``details``).
 clinaudit audit --model FILE --train CSV --test CSV --label COLUMN [--params NAME|FILE]
     Audit a model owner's own pickled model on their own data.
+clinaudit grade-many MANIFEST --out DIR [-j N]
+    Grade many submissions, one pytest session each, in parallel (docs/batch.md).
+clinaudit report DIR [--out OUTDIR]
+    Paper-style tables and plots from the JUnit XML of graded runs.
 
 Every failure the user can fix ends in one line on stderr and exit status 2;
 nothing prints a traceback for bad input.
@@ -256,6 +260,183 @@ def _cmd_export_metr(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ------------------------------------------------------------ grade-many, report
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return number
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0:  # also rejects NaN
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {value!r}")
+    return number
+
+
+def _cmd_grade_many(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.batch import (
+        BatchOptions,
+        OutputDirError,
+        ProgressBar,
+        default_jobs,
+        format_summary,
+        grade_rows,
+        prepare_out_dir,
+        write_records,
+    )
+    from pytest_clinaudit.batch_manifest import ManifestError, read_manifest
+
+    try:
+        rows = read_manifest(args.manifest)
+        for flag, directory in [("--variants-dir", d) for d in args.variants_dir or ()] + [
+            ("--mimic-dir", args.mimic_dir)
+        ]:
+            if directory is not None and not directory.is_dir():
+                raise CLIError(f"{flag} {directory}: not a directory")
+        prepare_out_dir(args.out, force=args.force)
+    except (ManifestError, OutputDirError, CLIError) as exc:
+        print(f"clinaudit grade-many: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"clinaudit grade-many: error: cannot use --out {args.out}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    options = BatchOptions(
+        out=args.out,
+        jobs=args.jobs or default_jobs(),
+        profile=args.profile,
+        cache_dir=args.cache_dir,
+        variants_dirs=tuple(d.absolute() for d in args.variants_dir or ()),
+        mimic_dir=None if args.mimic_dir is None else args.mimic_dir.absolute(),
+        executor=args.executor,
+        timeout=args.timeout,
+    )
+    say = (lambda _m: None) if args.quiet else (lambda m: print(f"clinaudit: {m}", file=sys.stderr))
+    progress = None if args.quiet else ProgressBar(len(rows))
+    result = grade_rows(rows, options, say=say, progress=progress)
+    write_records(result, args.out)
+    print(format_summary(result, args.out, args.manifest))
+    return result.exit_status
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.tables import ReportError, build_report
+
+    out = args.out if args.out is not None else args.dir / "report"
+    try:
+        written, text = build_report(
+            args.dir,
+            out,
+            plots=not args.no_plots,
+            warn=lambda m: print(f"clinaudit report: warning: {m}", file=sys.stderr),
+        )
+    except ReportError as exc:
+        print(f"clinaudit report: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(text)
+    print(f"written to {out}: {', '.join(p.name for p in written)}")
+    return EXIT_OK
+
+
+def _add_batch_commands(sub: Any) -> None:
+    from pytest_clinaudit.options import PROFILES, profile
+
+    grade_many = sub.add_parser(
+        "grade-many",
+        help="grade the submissions of a manifest, in parallel",
+        description="Grade every row of MANIFEST (JSON Lines or CSV: submission, variant, and "
+        "metadata such as agent, run, tokens, turns) in its own pytest session, -j at a time. "
+        "Each row writes <name>.junit.xml and <name>.score.json into --out; rows that cannot be "
+        "graded go to errors.jsonl. Exit status 0 if every row was graded, 1 if some could not "
+        "be, 2 for a bad manifest or option. See docs/batch.md.",
+    )
+    grade_many.add_argument("manifest", type=Path, metavar="MANIFEST", help=".jsonl or .csv")
+    grade_many.add_argument(
+        "--out", required=True, type=Path, metavar="DIR", help="output directory"
+    )
+    grade_many.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="sessions at a time (default: the number of CPUs)",
+    )
+    grade_many.add_argument(
+        "--profile",
+        type=profile,
+        default="strict",
+        metavar="{" + ",".join(PROFILES) + "}",
+        help="grading profile (default: strict)",
+    )
+    grade_many.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help=f"reference cache (default: ${ENV_CACHE_DIR} or ~/.cache/pytest-clinaudit)",
+    )
+    grade_many.add_argument(
+        "--variants-dir",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="extra variant files (*.toml); may be repeated",
+    )
+    grade_many.add_argument(
+        "--mimic-dir",
+        type=Path,
+        metavar="DIR",
+        help="a MIMIC-IV extract for the mimic-* variants (default: $CLINAUDIT_MIMIC_DIR)",
+    )
+    from pytest_clinaudit.batch_exec import EXECUTORS, default_executor
+
+    grade_many.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default=default_executor(),
+        help="fork: pre-loaded workers fork one pytest session per submission; subprocess: a "
+        "new `python -m pytest` per submission. Same sessions, same results "
+        f"(default here: {default_executor()})",
+    )
+    grade_many.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="time limit of one session (default 600)",
+    )
+    grade_many.add_argument(
+        "--force",
+        action="store_true",
+        help="delete an earlier batch's outputs in --out first",
+    )
+    grade_many.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    grade_many.set_defaults(handler=_cmd_grade_many)
+
+    report = sub.add_parser(
+        "report",
+        help="paper-style tables and plots from graded runs",
+        description="Read the JUnit XML files under DIR (written by grade-many or by "
+        "`pytest --submission ... --junitxml ...`) and write report.md, report.json, one CSV "
+        "per table and PNG plots. See docs/batch.md for the tables.",
+    )
+    report.add_argument("dir", type=Path, metavar="DIR", help="directory of JUnit XML files")
+    report.add_argument(
+        "--out", type=Path, metavar="OUTDIR", help="where to write (default: DIR/report)"
+    )
+    report.add_argument("--no-plots", action="store_true", help="tables only, no matplotlib")
+    report.set_defaults(handler=_cmd_report)
+
+
 # ----------------------------------------------------------------------- main
 
 
@@ -308,6 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export-metr", help="write a METR Task Standard task family")
     export.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
     export.set_defaults(handler=_cmd_export_metr)
+
+    _add_batch_commands(sub)
     return parser
 
 

@@ -43,9 +43,13 @@ def grade_command(
     meta: Mapping[str, str] | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """The pytest command line of one grading session."""
+    """The pytest command line of one grading session, to run in an empty directory."""
+    # No configuration file, and the (empty) working directory as rootdir: otherwise
+    # pytest finds one from the submission's path, and a submission stored inside a
+    # project would be graded under that project's addopts and warning filters.
     command = [
         sys.executable, "-m", "pytest", *plugin_arguments(), "-p", "no:cacheprovider", "-q",
+        "-c", os.devnull, "--rootdir", ".",
         "--submission", str(submission), "--variant", variant,
         "--clinaudit-profile", profile, "--clinaudit-score-json", str(score_json),
     ]
