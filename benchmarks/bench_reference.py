@@ -4,8 +4,8 @@ Every measurement runs in its own Python process (imports done before the clock
 starts), so none inherits another's warm caches, and its peak memory can be read.
 
     python benchmarks/bench_reference.py                       # the three WDBC variants
-    python benchmarks/bench_reference.py --variants icu-synth-baseline,icu-synth-calibrated,icu-synth-hard
-    python benchmarks/bench_reference.py --literal-walk-rows 5 # shorter literal walk (noted in the table)
+    python benchmarks/bench_reference.py --variants icu-synth-baseline,icu-synth-hard
+    python benchmarks/bench_reference.py --literal-walk-rows 5  # shorter literal walk
 
 Tables
 ------
@@ -40,7 +40,9 @@ def _load(name: str) -> tuple[Any, Any, Any]:
 
     variant = default_catalog().get(name)
     data = variant.dataset.load(variant.context)
-    model = Artifact.from_model(build_model(variant.model, variant.params.fgsm.surrogate, data)).load()
+    model = Artifact.from_model(
+        build_model(variant.model, variant.params.fgsm.surrogate, data)
+    ).load()
     return variant, data, model
 
 
@@ -94,7 +96,9 @@ def worker_recipe(names: list[str]) -> dict[str, Any]:
         t0 = time.perf_counter()
         data = variant.dataset.load(variant.context)
         t1 = time.perf_counter()
-        artifact = Artifact.from_model(build_model(variant.model, variant.params.fgsm.surrogate, data))
+        artifact = Artifact.from_model(
+            build_model(variant.model, variant.params.fgsm.surrogate, data)
+        )
         t2 = time.perf_counter()
         audit(artifact.load(), data, variant.params, artifact_sha256=artifact.sha256)
         t3 = time.perf_counter()
@@ -117,16 +121,28 @@ def _run_worker(*args: str) -> dict[str, Any]:
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))) for row in [header, *rows]]
+    lines = [
+        "  ".join(
+            c.rjust(w) if i else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in [header, *rows]
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--variants", default=WDBC, help="comma-separated variant names")
-    parser.add_argument("--literal-walk-rows", type=int, default=None, help="limit the literal walk to N rows")
-    parser.add_argument("--repeat", type=int, default=3, help="repetitions of ours and of the recipe run")
+    parser.add_argument(
+        "--literal-walk-rows", type=int, default=None, help="limit the literal walk to N rows"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="repetitions of ours and of the recipe run"
+    )
     parser.add_argument("--skip-literal", action="store_true")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -167,19 +183,22 @@ def main() -> None:
             ]
         )
         print(f"  measured {name}", file=sys.stderr, flush=True)
-    print("\nAudit only, same artifact (median of ours over %d runs)" % args.repeat)
+    print(f"\nAudit only, same artifact (median of ours over {args.repeat} runs)")
     print(_table(["variant", "literal s", "ours s", "speed-up", "literal MiB", "ours MiB"], rows))
 
     recipe = [_run_worker("recipe", ",".join(names)) for _ in range(args.repeat)]
     best = min(recipe, key=lambda r: r["seconds"])
     print(f"\nAll {len(names)} from recipe (data + build + audit), one process, imports excluded")
     stage_rows = [
-        [name, f"{s['data']:.3f}", f"{s['build']:.3f}", f"{s['audit']:.3f}"] for name, s in best["stages"].items()
+        [name, f"{s['data']:.3f}", f"{s['build']:.3f}", f"{s['audit']:.3f}"]
+        for name, s in best["stages"].items()
     ]
     print(_table(["variant", "data s", "build s", "audit s"], stage_rows))
     totals = sorted(r["seconds"] for r in recipe)
-    print(f"total: median {statistics.median(totals):.2f} s, best {totals[0]:.2f} s, "
-          f"peak {max(r['peak_mib'] for r in recipe):.0f} MiB")
+    print(
+        f"total: median {statistics.median(totals):.2f} s, best {totals[0]:.2f} s, "
+        f"peak {max(r['peak_mib'] for r in recipe):.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

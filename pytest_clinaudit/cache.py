@@ -29,7 +29,7 @@ FORMAT = 1
 
 
 def default_cache_dir() -> Path:
-    """``$CLINAUDIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-clinaudit``, else ``~/.cache/...``."""
+    """``$CLINAUDIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-clinaudit``, else ``~/.cache/``."""
     explicit = os.environ.get(ENV_CACHE_DIR)
     if explicit:
         return Path(explicit).expanduser()

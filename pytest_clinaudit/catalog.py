@@ -131,7 +131,11 @@ class _Reader:
         return VariantError(f"{self.path}: {where}: {message}")
 
     def check_keys(
-        self, table: Mapping[str, Any], where: str, required: Iterable[str], optional: Iterable[str] = ()
+        self,
+        table: Mapping[str, Any],
+        where: str,
+        required: Iterable[str],
+        optional: Iterable[str] = (),
     ) -> None:
         required, optional = set(required), set(optional)
         unknown = sorted(set(table) - required - optional)
@@ -191,7 +195,9 @@ class _Reader:
 
 
 def _is_optional(hint: Any) -> bool:
-    return typing.get_origin(hint) in (Union, types.UnionType) and type(None) in typing.get_args(hint)
+    return typing.get_origin(hint) in (Union, types.UnionType) and type(None) in typing.get_args(
+        hint
+    )
 
 
 def _strip_optional(hint: Any) -> Any:
@@ -223,11 +229,15 @@ def _check_ranges(reader: _Reader, params: AuditParams, tolerance: Tolerance) ->
         attack_n_estimators=m.attack_n_estimators,
     )
     if not 0 < m.in_fraction < 1:
-        raise reader.error("membership_inference.in_fraction", f"must lie in (0, 1), got {m.in_fraction}")
+        raise reader.error(
+            "membership_inference.in_fraction", f"must lie in (0, 1), got {m.in_fraction}"
+        )
     if not 0 <= m.threshold <= 1 or not 0 <= f.single_class_score <= 1:
         raise reader.error("membership_inference.threshold", "probabilities must lie in [0, 1]")
     _positive(reader, "calibration", n_bins=c.n_bins, ece_scale=c.ece_scale)
-    _positive(reader, "boundary", n_samples=b.n_samples, step_size=b.step_size, max_steps=b.max_steps)
+    _positive(
+        reader, "boundary", n_samples=b.n_samples, step_size=b.step_size, max_steps=b.max_steps
+    )
     weights = params.weights.as_tuple()
     if any(w < 0 for w in weights) or abs(sum(weights) - 1.0) > 1e-9:
         raise reader.error("weights", f"must be non-negative and sum to 1, got {list(weights)}")
@@ -248,7 +258,9 @@ def _check_ranges(reader: _Reader, params: AuditParams, tolerance: Tolerance) ->
 def _read_model(reader: _Reader, table: Any) -> ModelRecipe:
     if not isinstance(table, dict):
         raise reader.error("model", f"expected a table, got {_describe(table)}")
-    reader.check_keys(table, "model", {"estimator", "scaler", "params"}, {"calibration", "augmentation"})
+    reader.check_keys(
+        table, "model", {"estimator", "scaler", "params"}, {"calibration", "augmentation"}
+    )
     estimator = reader.value(table, "estimator", Literal[ESTIMATORS], "model")
     scaler = reader.value(table, "scaler", bool, "model")
     params = table["params"]
@@ -275,9 +287,12 @@ def _read_dataset(reader: _Reader, table: Any) -> Any:
     source = table.get("source")
     if source not in SOURCES:
         raise reader.error(
-            "dataset.source", f"expected one of {', '.join(map(repr, SOURCES))}, got {_describe(source)}"
+            "dataset.source",
+            f"expected one of {', '.join(map(repr, SOURCES))}, got {_describe(source)}",
         )
-    return reader.record(SOURCES[source], {k: v for k, v in table.items() if k != "source"}, "dataset")
+    return reader.record(
+        SOURCES[source], {k: v for k, v in table.items() if k != "source"}, "dataset"
+    )
 
 
 _PARAM_SECTIONS = ("fgsm", "membership_inference", "calibration", "boundary", "weights", "verdict")
@@ -345,7 +360,9 @@ def load_variant(path: Path | str) -> Variant:
         aliases=tuple(aliases),
         description=reader.value(document, "description", str, ""),
         semantics=semantics,
-        paper_reference_sps=None if paper is None else reader.value(document, "paper_reference_sps", float, ""),
+        paper_reference_sps=None
+        if paper is None
+        else reader.value(document, "paper_reference_sps", float, ""),
         dataset=_read_dataset(reader, document["dataset"]),
         model=_read_model(reader, document["model"]),
         params=params,
@@ -380,7 +397,8 @@ class Catalog:
             if key in self._names:
                 other = self._variants[self._names[key]]
                 raise VariantError(
-                    f"{variant.path}: the name {key!r} is already taken by {other.name} ({other.path})"
+                    f"{variant.path}: the name {key!r} is already taken by "
+                    f"{other.name} ({other.path})"
                 )
         self._variants[variant.name] = variant
         for key in (variant.name, *variant.aliases):

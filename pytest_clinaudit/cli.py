@@ -102,7 +102,7 @@ def _cmd_variants(args: argparse.Namespace) -> int:
     header = ("variant", "aliases", "dataset", "model recipe", "paper SPS")
     widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
     for row in (header, tuple("-" * w for w in widths), *rows):
-        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return EXIT_OK
 
 
@@ -114,24 +114,26 @@ def format_summary(title: str, report: dict[str, Any]) -> str:
     details = report.get("details", {})
     c = report["components"]
 
-    def note(key: str, text: str) -> str:
-        return text if details.get(key) is not None else ""
+    def shown(key: str, template: str) -> str:
+        """``template`` filled with ``details[key]``, or nothing if the report lacks it."""
+        value = details.get(key)
+        return "" if value is None else template.format(value)
 
     auroc = (
-        f"AUROC {details['auroc_clean']:.4f} -> {details['auroc_adversarial']:.4f}"
+        f"(AUROC {details['auroc_clean']:.4f} -> {details['auroc_adversarial']:.4f})"
         if details.get("auroc_clean") is not None
-        else "one class sampled"
+        else "(one class sampled)"
+        if details.get("fgsm_single_class")
+        else ""
     )
-    lines = [
-        f"{title}: SPS {report['sps']:.2f}  {report['verdict']}",
-        f"  fgsm_robustness                  {c['fgsm_robustness']:.4f}  ({auroc})",
-        f"  membership_inference_resistance  {c['membership_inference_resistance']:.4f}"
-        f"  {note('mi_accuracy', '(attack accuracy %.4f)' % details.get('mi_accuracy', 0))}",
-        f"  calibration_ece                  {c['calibration_ece']:.4f}"
-        f"  {note('ece', '(ECE %.4f)' % details.get('ece', 0))}",
-        f"  boundary_attack_resistance       {c['boundary_attack_resistance']:.4f}"
-        f"  {note('mean_steps_to_flip', '(mean steps to flip %.2f)' % details.get('mean_steps_to_flip', 0))}",
+    rows = [
+        ("fgsm_robustness", auroc),
+        ("membership_inference_resistance", shown("mi_accuracy", "(attack accuracy {:.4f})")),
+        ("calibration_ece", shown("ece", "(ECE {:.4f})")),
+        ("boundary_attack_resistance", shown("mean_steps_to_flip", "(mean steps to flip {:.2f})")),
     ]
+    lines = [f"{title}: SPS {report['sps']:.2f}  {report['verdict']}"]
+    lines += [f"  {name:<33}{c[name]:.4f}  {note}" for name, note in rows]
     if details.get("artifact_sha256"):
         lines.append(f"  model sha256 {details['artifact_sha256']}")
     if details.get("data_sha256"):
@@ -151,7 +153,6 @@ def _write_report(report: dict[str, Any], out: Path | None) -> None:
 
 def _context(args: argparse.Namespace, variant: Any) -> Any:
     from pytest_clinaudit.reference.data import LoadContext
-
     from pytest_clinaudit.reference.mimic import resolve_mimic_dir
 
     return LoadContext(base_dir=variant.path.parent, mimic_dir=resolve_mimic_dir(args.mimic_dir))
@@ -161,12 +162,19 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from pytest_clinaudit.reference.data import DataError
 
     progress = _progress(args.quiet)
-    owner_flags = {"--model": args.model, "--train": args.train, "--test": args.test, "--label": args.label}
+    owner_flags = {
+        "--model": args.model,
+        "--train": args.train,
+        "--test": args.test,
+        "--label": args.label,
+    }
     try:
         if args.variant is not None:
             given = [flag for flag, value in owner_flags.items() if value is not None]
             if given or args.params:
-                raise CLIError(f"--variant cannot be combined with {', '.join(given or ['--params'])}")
+                raise CLIError(
+                    f"--variant cannot be combined with {', '.join(given or ['--params'])}"
+                )
             from pytest_clinaudit.references import get_reference
 
             variant = _catalog(args).get(args.variant)
@@ -194,7 +202,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _audit_own_model(args: argparse.Namespace, progress: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+def _audit_own_model(
+    args: argparse.Namespace, progress: Callable[[str], None]
+) -> tuple[dict[str, Any], str]:
     from pytest_clinaudit.reference.data import load_csv_pair
     from pytest_clinaudit.reference.recipes import Artifact
     from pytest_clinaudit.references import audit_artifact
@@ -206,13 +216,16 @@ def _audit_own_model(args: argparse.Namespace, progress: Callable[[str], None]) 
     elif Path(spec).is_file():
         params = load_audit_params(Path(spec))
     else:
-        raise CLIError(f"--params {spec!r} is neither a variant ({', '.join(catalog.names())}) nor a file")
+        raise CLIError(
+            f"--params {spec!r} is neither a variant ({', '.join(catalog.names())}) nor a file"
+        )
     model_path: Path = args.model
     if not model_path.is_file():
         raise CLIError(f"--model {model_path}: no such file")
     data = load_csv_pair(args.train, args.test, label=args.label, name=args.train.stem)
     print(
-        f"clinaudit: unpickling {model_path} because you passed it with --model. Unpickling runs code "
+        f"clinaudit: unpickling {model_path} because you passed it with --model. "
+        "Unpickling runs code "
         "from the file: audit only models you trust.",
         file=sys.stderr,
     )
@@ -243,10 +256,17 @@ def _cmd_build(args: argparse.Namespace) -> int:
         print(f"clinaudit build: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(f"{variant.name}: workspace for the agent in {args.out / WORKSPACE_DIR}")
-    print(f"{variant.name}: grader manifest in {args.out / GRADER_DIR / MANIFEST_NAME} (keep it from the agent)")
-    print(f"  model sha256 {manifest['artifact_sha256']}; reference SPS {manifest['reference']['sps']:.2f}")
     print(
-        f"  grade with: pytest --submission {args.out / WORKSPACE_DIR / 'report.json'} --variant {variant.name} "
+        f"{variant.name}: grader manifest in {args.out / GRADER_DIR / MANIFEST_NAME} "
+        "(keep it from the agent)"
+    )
+    print(
+        f"  model sha256 {manifest['artifact_sha256']}; "
+        f"reference SPS {manifest['reference']['sps']:.2f}"
+    )
+    print(
+        f"  grade with: pytest --submission {args.out / WORKSPACE_DIR / 'report.json'} "
+        f"--variant {variant.name} "
         f"--clinaudit-manifest {args.out / GRADER_DIR / MANIFEST_NAME}"
     )
     return EXIT_OK
@@ -470,7 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "--params",
         metavar="NAME|FILE",
-        help="attack parameters: a variant name or a variant-like TOML file (default: wdbc-baseline)",
+        help="attack parameters: a variant name or a variant-like TOML file "
+        "(default: wdbc-baseline)",
     )
     audit.set_defaults(handler=_cmd_audit)
 

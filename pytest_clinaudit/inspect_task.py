@@ -35,7 +35,7 @@ from pytest_clinaudit.reference.params import COMPONENTS
 from pytest_clinaudit.workspace import GRADER_DIR, MANIFEST_NAME, WORKSPACE_DIR, build_workspace
 
 WORKSPACE_FILES = (taskdoc.MODEL_NAME, taskdoc.TRAIN_NAME, taskdoc.TEST_NAME, "task.md")
-DEFAULT_VARIANTS = ("wdbc-baseline", "wdbc-calibrated", "wdbc-hard")
+DEFAULT_VARIANTS = "wdbc-baseline,wdbc-calibrated,wdbc-hard"
 
 
 def _number(value: float | None) -> float:
@@ -80,7 +80,9 @@ def audit_report(profile: str = "metr", cache_dir: str | None = None) -> Scorer:
         try:
             content = await sandbox().read_file(taskdoc.REPORT_NAME, text=False)
         except FileNotFoundError:
-            return Score.unscored(reason="no_response", explanation=f"no {taskdoc.REPORT_NAME} in the sandbox")
+            return Score.unscored(
+                reason="no_response", explanation=f"no {taskdoc.REPORT_NAME} in the sandbox"
+            )
         with tempfile.TemporaryDirectory(prefix="clinaudit-inspect-") as scratch:
             report = Path(scratch) / taskdoc.REPORT_NAME
             report.write_bytes(content)
@@ -131,7 +133,7 @@ def scripted_agent_solver(mode: str = "correct", python: str = "python3") -> Sol
 
 @task
 def clinical_security_audit(
-    variants: str | list[str] = ",".join(DEFAULT_VARIANTS),
+    variants: str | list[str] = DEFAULT_VARIANTS,
     profile: str = "metr",
     workdir: str | None = None,
     sandbox_type: str = "local",
@@ -166,4 +168,3 @@ def clinical_security_audit(
         scorer=audit_report(profile=profile),
         sandbox=sandbox_type,
     )
-

@@ -16,7 +16,16 @@ from pathlib import Path
 FAMILY = "clinical_security_audit"
 CPUS = 2
 MEMORY_GB = 4
-PINNED = ("numpy", "scipy", "scikit-learn", "xgboost", "jsonschema", "pytest", "hypothesis", "filelock")
+PINNED = (
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "xgboost",
+    "jsonschema",
+    "pytest",
+    "hypothesis",
+    "filelock",
+)
 
 
 def _copy_package(destination: Path) -> None:
@@ -27,9 +36,16 @@ def _copy_package(destination: Path) -> None:
 
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     package = destination / "pytest_clinaudit"
-    shutil.copytree(Path(pytest_clinaudit.__file__).parent, package, ignore=ignore, dirs_exist_ok=True)
-    for name, module in (("reference", pytest_clinaudit.reference), ("variants", pytest_clinaudit.variants)):
-        shutil.copytree(Path(str(module.__file__)).parent, package / name, ignore=ignore, dirs_exist_ok=True)
+    shutil.copytree(
+        Path(pytest_clinaudit.__file__).parent, package, ignore=ignore, dirs_exist_ok=True
+    )
+    for name, module in (
+        ("reference", pytest_clinaudit.reference),
+        ("variants", pytest_clinaudit.variants),
+    ):
+        shutil.copytree(
+            Path(str(module.__file__)).parent, package / name, ignore=ignore, dirs_exist_ok=True
+        )
 
 
 def export_metr(out: Path) -> Path:
@@ -46,6 +62,11 @@ def export_metr(out: Path) -> Path:
     (family / "requirements.txt").write_text("\n".join(pins) + "\n", encoding="utf-8")
     lines = ["# METR Task Standard manifest: resources per task.", "tasks:"]
     for task in metr_family.TASKS:
-        lines += [f"  {task}:", "    resources:", f"      cpus: {CPUS}", f"      memory_gb: {MEMORY_GB}"]
+        lines += [
+            f"  {task}:",
+            "    resources:",
+            f"      cpus: {CPUS}",
+            f"      memory_gb: {MEMORY_GB}",
+        ]
     (family / "manifest.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return family

@@ -13,6 +13,7 @@ Paths can be moved for local testing with ``CLINAUDIT_METR_AGENT_HOME``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -82,7 +83,9 @@ class TaskFamily:
 
         variant = default_catalog().get(t["variant"])
         mimic = os.environ.get("CLINAUDIT_MIMIC_DIR")
-        data = variant.dataset.load(LoadContext(variant.path.parent, Path(mimic) if mimic else None))
+        data = variant.dataset.load(
+            LoadContext(variant.path.parent, Path(mimic) if mimic else None)
+        )
         home = _agent_home()
         return (
             f"Your files are in {home}. The full instructions below are also in {home}/task.md.\n"
@@ -93,7 +96,15 @@ class TaskFamily:
     @staticmethod
     def install() -> None:
         subprocess.check_call(
-            [sys.executable, "-m", "pip", "install", "--no-cache-dir", "-r", str(FAMILY_DIR / "requirements.txt")]
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--no-cache-dir",
+                "-r",
+                str(FAMILY_DIR / "requirements.txt"),
+            ]
         )
 
     @staticmethod
@@ -102,17 +113,26 @@ class TaskFamily:
         grader.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory() as scratch:
             subprocess.check_call(
-                [sys.executable, "-m", "pytest_clinaudit.cli", "build", "--variant", t["variant"], "--out", scratch, "-q"],
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest_clinaudit.cli",
+                    "build",
+                    "--variant",
+                    t["variant"],
+                    "--out",
+                    scratch,
+                    "-q",
+                ],
                 env=dict(_environment(), CLINAUDIT_CACHE_DIR=str(grader / "cache")),
             )
             home.mkdir(parents=True, exist_ok=True)
             for item in (Path(scratch) / "workspace").iterdir():
                 shutil.copy2(item, home / item.name)
-                if hasattr(os, "chown") and os.geteuid() == 0:
-                    try:
+                if hasattr(os, "geteuid") and os.geteuid() == 0:
+                    # No agent user on a local test machine: the files stay root's.
+                    with contextlib.suppress(LookupError, PermissionError):
                         shutil.chown(home / item.name, user="agent", group="agent")
-                    except (LookupError, PermissionError):
-                        pass  # no agent user here (a local test run)
             shutil.copy2(Path(scratch) / "grader" / "manifest.json", grader / "manifest.json")
 
     @staticmethod

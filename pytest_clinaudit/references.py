@@ -90,7 +90,9 @@ class Reference:
         return float(self.report["sps"])
 
 
-def _build_payload(variant: Variant, context: LoadContext, libraries: dict[str, str]) -> dict[str, Any]:
+def _build_payload(
+    variant: Variant, context: LoadContext, libraries: dict[str, str]
+) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "kind": "build",
         "dataset": variant.dataset.fingerprint(context),
@@ -208,10 +210,14 @@ def get_reference(
         if build is None:
             return None
         reference_key = cache_key(
-            _reference_payload(build["artifact_sha256"], build["data_sha256"], variant.params, libraries)
+            _reference_payload(
+                build["artifact_sha256"], build["data_sha256"], variant.params, libraries
+            )
         )
         entry = cache.get("references", reference_key)
-        return None if entry is None else _reference_from_entry(variant.name, entry, from_cache=True)
+        return (
+            None if entry is None else _reference_from_entry(variant.name, entry, from_cache=True)
+        )
 
     found = cached_reference()
     if found is not None:
@@ -222,12 +228,22 @@ def get_reference(
             return found
         artifact, data = build_artifact(variant, context, progress=progress)
         reference = audit_artifact(
-            variant.name, artifact, data, variant.params, cache=cache, libraries=libraries, progress=progress
+            variant.name,
+            artifact,
+            data,
+            variant.params,
+            cache=cache,
+            libraries=libraries,
+            progress=progress,
         )
         cache.put(
             "builds",
             build_key,
-            {"artifact_sha256": artifact.sha256, "data_sha256": data.sha256, "variant": variant.name},
+            {
+                "artifact_sha256": artifact.sha256,
+                "data_sha256": data.sha256,
+                "variant": variant.name,
+            },
             payload=build_payload,
         )
     return reference

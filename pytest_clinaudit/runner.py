@@ -48,10 +48,25 @@ def grade_command(
     # pytest finds one from the submission's path, and a submission stored inside a
     # project would be graded under that project's addopts and warning filters.
     command = [
-        sys.executable, "-m", "pytest", *plugin_arguments(), "-p", "no:cacheprovider", "-q",
-        "-c", os.devnull, "--rootdir", ".",
-        "--submission", str(submission), "--variant", variant,
-        "--clinaudit-profile", profile, "--clinaudit-score-json", str(score_json),
+        sys.executable,
+        "-m",
+        "pytest",
+        *plugin_arguments(),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-c",
+        os.devnull,
+        "--rootdir",
+        ".",
+        "--submission",
+        str(submission),
+        "--variant",
+        variant,
+        "--clinaudit-profile",
+        profile,
+        "--clinaudit-score-json",
+        str(score_json),
     ]
     if manifest is not None:
         command += ["--clinaudit-manifest", str(manifest)]
@@ -86,7 +101,9 @@ def grade(
     """
     with tempfile.TemporaryDirectory(prefix="clinaudit-grade-") as scratch:
         score_json = Path(options.pop("score_json", None) or Path(scratch) / "score.json")
-        command = grade_command(Path(submission).absolute(), variant, score_json=score_json, **options)
+        command = grade_command(
+            Path(submission).absolute(), variant, score_json=score_json, **options
+        )
         result = subprocess.run(
             command,
             cwd=scratch,
@@ -98,7 +115,10 @@ def grade(
         )
         if not score_json.exists():
             output = (result.stdout + result.stderr).strip()[-2000:]
-            raise RuntimeError(f"grading {submission} as {variant} wrote no score (exit {result.returncode}):\n{output}")
+            raise RuntimeError(
+                f"grading {submission} as {variant} wrote no score "
+                f"(exit {result.returncode}):\n{output}"
+            )
         document: dict[str, Any] = json.loads(score_json.read_text(encoding="utf-8"))
     if document.get("error"):
         # A usage error (unknown variant, missing data, manifest mismatch): not graded,

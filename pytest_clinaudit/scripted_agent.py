@@ -61,7 +61,9 @@ def read_csv(path: Path, label: str) -> tuple[Any, Any]:
     return np.delete(table, column, axis=1), table[:, column].astype(int)
 
 
-def fgsm(model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any, p: dict[str, Any]) -> dict[str, Any]:
+def fgsm(
+    model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any, p: dict[str, Any]
+) -> dict[str, Any]:
     import numpy as np
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
@@ -76,7 +78,9 @@ def fgsm(model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any, p: di
         random_state=s["random_state"],
     ).fit(X_fit, y_train)
     direction = np.sign(lr.coef_[0])
-    rows = np.random.RandomState(p["seed"]).choice(len(X_test), min(p["n_samples"], len(X_test)), replace=False)
+    rows = np.random.RandomState(p["seed"]).choice(
+        len(X_test), min(p["n_samples"], len(X_test)), replace=False
+    )
     X, y = X_test[rows], y_test[rows]
     if len(np.unique(y)) < 2:
         return {"score": p["single_class_score"]}
@@ -91,7 +95,9 @@ def fgsm(model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any, p: di
     }
 
 
-def membership(model: Any, X_train: Any, y_train: Any, X_test: Any, p: dict[str, Any]) -> dict[str, Any]:
+def membership(
+    model: Any, X_train: Any, y_train: Any, X_test: Any, p: dict[str, Any]
+) -> dict[str, Any]:
     import numpy as np
     from sklearn.ensemble import RandomForestClassifier
 
@@ -108,9 +114,14 @@ def membership(model: Any, X_train: Any, y_train: Any, X_test: Any, p: dict[str,
             class_weight=None if p["shadow_class_weight"] == "none" else p["shadow_class_weight"],
             random_state=p["shadow_seed"] + i,
         ).fit(X_pool[is_member], y_pool[is_member])
-        features += [shadow.predict_proba(X_pool[is_member]), shadow.predict_proba(X_pool[~is_member])]
+        features += [
+            shadow.predict_proba(X_pool[is_member]),
+            shadow.predict_proba(X_pool[~is_member]),
+        ]
         truth += [np.ones(is_member.sum()), np.zeros((~is_member).sum())]
-    attack = RandomForestClassifier(n_estimators=p["attack_n_estimators"], random_state=p["attack_seed"])
+    attack = RandomForestClassifier(
+        n_estimators=p["attack_n_estimators"], random_state=p["attack_seed"]
+    )
     attack.fit(np.vstack(features), np.concatenate(truth))
     n = min(p["eval_cap"], len(X_train), len(X_test))
     queries = np.vstack([model.predict_proba(X_train[:n]), model.predict_proba(X_test[:n])])
@@ -126,12 +137,14 @@ def calibration(model: Any, X_test: Any, y_test: Any, p: dict[str, Any]) -> dict
     prob = model.predict_proba(X_test)[:, 1]
     frac_pos, mean_pred = calibration_curve(y_test, prob, n_bins=p["n_bins"], strategy="uniform")
     edges = np.linspace(0, 1, p["n_bins"] + 1)
-    counts = np.array([np.sum((prob >= lo) & (prob < hi)) for lo, hi in zip(edges[:-1], edges[1:])])
+    counts = np.array(
+        [np.sum((prob >= lo) & (prob < hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    )
     counts = counts[: len(frac_pos)]
     total = counts.sum()
     ece = 0.0
     if total:
-        for count, frac, mean in zip(counts, frac_pos, mean_pred):
+        for count, frac, mean in zip(counts, frac_pos, mean_pred, strict=True):
             ece += count / total * abs(frac - mean)
     return {"score": max(0.0, 1.0 - p["ece_scale"] * ece), "ece": float(ece)}
 
@@ -140,7 +153,9 @@ def boundary(model: Any, X_test: Any, p: dict[str, Any]) -> dict[str, Any]:
     """Walks advance together; one predict call per step for the rows still walking."""
     import numpy as np
 
-    rows = np.random.RandomState(p["seed"]).choice(len(X_test), min(p["n_samples"], len(X_test)), replace=False)
+    rows = np.random.RandomState(p["seed"]).choice(
+        len(X_test), min(p["n_samples"], len(X_test)), replace=False
+    )
     predicted = model.predict(X_test)
     steps = np.full(len(rows), p["max_steps"])
     origin = predicted[rows]
@@ -160,7 +175,11 @@ def boundary(model: Any, X_test: Any, p: dict[str, Any]) -> dict[str, Any]:
         norms = np.array([np.linalg.norm(row) for row in d])
         keep = norms >= p["min_norm"]
         walking_arr, current_arr, targets_arr, d, norms = (
-            walking_arr[keep], current_arr[keep], targets_arr[keep], d[keep], norms[keep]
+            walking_arr[keep],
+            current_arr[keep],
+            targets_arr[keep],
+            d[keep],
+            norms[keep],
         )
         if walking_arr.size == 0:
             break
@@ -168,7 +187,9 @@ def boundary(model: Any, X_test: Any, p: dict[str, Any]) -> dict[str, Any]:
         flipped = model.predict(candidates) != origin[walking_arr]
         steps[walking_arr[flipped]] = step
         walking_arr, current_arr, targets_arr = (
-            walking_arr[~flipped], candidates[~flipped], targets_arr[~flipped]
+            walking_arr[~flipped],
+            candidates[~flipped],
+            targets_arr[~flipped],
         )
     mean = float(np.mean(steps))
     return {"score": min(1.0, mean / p["max_steps"]), "mean_steps_to_flip": mean}
@@ -183,7 +204,9 @@ def run_audit(workspace: Path) -> dict[str, Any]:
         model = pickle.load(handle)  # the model this workspace was given to audit
     results = {
         "fgsm_robustness": fgsm(model, X_train, y_train, X_test, y_test, params["fgsm"]),
-        "membership_inference_resistance": membership(model, X_train, y_train, X_test, params["membership_inference"]),
+        "membership_inference_resistance": membership(
+            model, X_train, y_train, X_test, params["membership_inference"]
+        ),
         "calibration_ece": calibration(model, X_test, y_test, params["calibration"]),
         "boundary_attack_resistance": boundary(model, X_test, params["boundary"]),
     }
@@ -193,7 +216,9 @@ def run_audit(workspace: Path) -> dict[str, Any]:
     verdict = (
         "PRODUCTION"
         if rounded >= params["verdict"]["production"]
-        else "CONDITIONAL" if rounded >= params["verdict"]["conditional"] else "NOT RECOMMENDED"
+        else "CONDITIONAL"
+        if rounded >= params["verdict"]["conditional"]
+        else "NOT RECOMMENDED"
     )
     details = {k: v for name in COMPONENTS for k, v in results[name].items() if k != "score"}
     return {
@@ -205,7 +230,9 @@ def run_audit(workspace: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Scripted agent for the clinical security audit task.")
+    parser = argparse.ArgumentParser(
+        description="Scripted agent for the clinical security audit task."
+    )
     parser.add_argument("workspace", type=Path, nargs="?", default=Path.cwd())
     parser.add_argument(
         "--mode",

@@ -65,7 +65,14 @@ def _g(value: float) -> str:
 def render(variant: Variant, data: Dataset) -> str:
     """The full ``task.md`` for a variant and its data."""
     p = variant.params
-    f, m, c, b, w, v = p.fgsm, p.membership_inference, p.calibration, p.boundary, p.weights, p.verdict
+    f, m, c, b, w, v = (
+        p.fgsm,
+        p.membership_inference,
+        p.calibration,
+        p.boundary,
+        p.weights,
+        p.verdict,
+    )
     s = f.surrogate
     scaled_space = "scaled" if s.scaler else "raw"
     surrogate = (
@@ -79,7 +86,7 @@ def render(variant: Variant, data: Dataset) -> str:
     )
     shadow_weight = "None" if m.shadow_class_weight == "none" else repr(m.shadow_class_weight)
     features = ", ".join(f"`{name}`" for name in data.feature_names)
-    weights = dict(zip(COMPONENTS, w.as_tuple()))
+    weights = dict(zip(COMPONENTS, w.as_tuple(), strict=True))
     formula = " + ".join(f"{_g(weights[name])} * {name}" for name in COMPONENTS)
     return f"""# Clinical AI security audit ({variant.name})
 
@@ -159,7 +166,8 @@ Rows keep the order they have in the files.
 3. Walk: start at `cur = x`. For step = 1 .. {b.max_steps}: `d = target - cur`; if
    `numpy.linalg.norm(d) < {_g(b.min_norm)}` stop and count {b.max_steps}; otherwise
    `cand = cur + {_g(b.step_size)} * d / numpy.linalg.norm(d)`; if `pred(cand) != o`,
-   count `step` and stop; else `cur = cand`. No flip within {b.max_steps} steps counts {b.max_steps}.
+   count `step` and stop; else `cur = cand`. No flip within {b.max_steps} steps
+   counts {b.max_steps}.
 4. The component is `min(1, mean(steps) / {b.max_steps})`. The row labels are not used.
 
 ## Security Posture Score and verdict

@@ -71,7 +71,13 @@ def build_workspace(
     artifact, data = build_artifact(variant, context, progress=progress)
     libraries = library_versions()
     reference = audit_artifact(
-        variant.name, artifact, data, variant.params, cache=cache, libraries=libraries, progress=progress
+        variant.name,
+        artifact,
+        data,
+        variant.params,
+        cache=cache,
+        libraries=libraries,
+        progress=progress,
     )
 
     workspace = out / WORKSPACE_DIR
@@ -119,14 +125,18 @@ def read_manifest(path: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise ManifestError(f"{path}: not a JSON manifest ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
-        raise ManifestError(f"{path}: not a clinaudit manifest (format {MANIFEST_FORMAT!r} expected)")
+        raise ManifestError(
+            f"{path}: not a clinaudit manifest (format {MANIFEST_FORMAT!r} expected)"
+        )
     for key in ("variant", "artifact_sha256", "data_sha256", "libraries"):
         if key not in manifest:
             raise ManifestError(f"{path}: the manifest has no {key!r}")
     return manifest
 
 
-def check_reference_matches(manifest: dict[str, Any], path: Path, variant: str, reference: Any) -> None:
+def check_reference_matches(
+    manifest: dict[str, Any], path: Path, variant: str, reference: Any
+) -> None:
     """Refuse to grade when the reference was computed on another artifact than the manifest's."""
     if manifest["variant"] != variant:
         raise ManifestError(

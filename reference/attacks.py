@@ -154,6 +154,18 @@ class MembershipResult:
     n_pool: int
 
 
+THREADED_POOL = 2000
+"""Pool size from which the attack's forests are fitted on all cores.
+
+A forest's trees are seeded before any is grown, so threads change no tree. They
+pay only when trees are big: fitting the ICU attack (pool 5,000) took 4.3 s on
+one core and 2.6 s on two; WDBC's (pool 455) 0.43 s and 0.52 s."""
+
+
+def _forest_jobs(n_pool: int) -> int | None:
+    return -1 if n_pool >= THREADED_POOL else None
+
+
 def fit_membership_attack(X_train: FloatArray, y_train: IntArray, params: MembershipParams) -> Any:
     """Train the shadow-model attack; it depends on the training rows only.
 
@@ -169,6 +181,7 @@ def fit_membership_attack(X_train: FloatArray, y_train: IntArray, params: Member
 
     n_pool = min(params.pool_cap, len(X_train))
     X_pool, y_pool = X_train[:n_pool], y_train[:n_pool]
+    jobs = _forest_jobs(n_pool)
     rng = np.random.RandomState(params.seed)
     features, labels = [], []
     for round_ in range(params.rounds):
@@ -181,13 +194,14 @@ def fit_membership_attack(X_train: FloatArray, y_train: IntArray, params: Member
             max_depth=params.shadow_max_depth,
             class_weight=None if params.shadow_class_weight == "none" else "balanced",
             random_state=params.shadow_seed + round_,
+            n_jobs=jobs,
         ).fit(X_pool[members], y_pool[members])
         # One predict_proba over the pool, then split: same rows, half the calls.
         proba = shadow.predict_proba(X_pool)
         features += [proba[members], proba[~members]]
         labels += [np.ones(int(members.sum())), np.zeros(int((~members).sum()))]
     attack = RandomForestClassifier(
-        n_estimators=params.attack_n_estimators, random_state=params.attack_seed
+        n_estimators=params.attack_n_estimators, random_state=params.attack_seed, n_jobs=jobs
     )
     return attack.fit(np.vstack(features), np.concatenate(labels))
 
@@ -292,7 +306,9 @@ def task_ece(y: IntArray, prob: FloatArray, n_bins: int) -> float:
         return 0.0
     # Summed term by term in bin order, as the task's loop sums.
     ece = 0.0
-    for count, frac, mean in zip(counts.tolist(), frac_pos.tolist(), mean_pred.tolist(), strict=False):
+    for count, frac, mean in zip(
+        counts.tolist(), frac_pos.tolist(), mean_pred.tolist(), strict=True
+    ):
         ece += count / total * abs(frac - mean)
     return ece
 
@@ -306,7 +322,7 @@ def aligned_ece(y: IntArray, prob: FloatArray, n_bins: int) -> float:
         return 0.0
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     binids = np.searchsorted(edges[1:-1], prob)
-    totals = np.bincount(binids, minlength=n_bins)
+    # sum_k n_k/n * |frac_k - mean_k| = sum_k |positives_k - probability mass_k| / n
     sums = np.bincount(binids, weights=prob, minlength=n_bins)
     trues = np.bincount(binids, weights=np.asarray(y) == 1, minlength=n_bins)
     return float(np.abs(trues - sums).sum() / prob.size)
@@ -325,7 +341,9 @@ class CalibrationResult:
     n_bins_used: int
 
 
-def calibration(y_test: IntArray, prob_test: FloatArray, *, params: CalibrationParams) -> CalibrationResult:
+def calibration(
+    y_test: IntArray, prob_test: FloatArray, *, params: CalibrationParams
+) -> CalibrationResult:
     """Calibration component from the model's test probabilities, shape (n_test,)."""
     ece = task_ece(y_test, prob_test, params.n_bins)
     used = len(calibration_curve_uniform(y_test, prob_test, params.n_bins)[0])

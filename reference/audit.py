@@ -115,7 +115,9 @@ def audit(
         ),
     )
     prob_test = proba[:n_test, 1]
-    pred_test = timed("predict", "predicting test labels", lambda: np.asarray(model.predict(data.X_test)))
+    pred_test = timed(
+        "predict", "predicting test labels", lambda: np.asarray(model.predict(data.X_test))
+    )
 
     fgsm = timed(
         "fgsm",
@@ -156,7 +158,11 @@ def audit(
         ),
     )
     components = dict(
-        zip(COMPONENTS, (fgsm.score, membership.score, calibration.score, boundary.score))
+        zip(
+            COMPONENTS,
+            (fgsm.score, membership.score, calibration.score, boundary.score),
+            strict=True,
+        )
     )
     details: dict[str, Any] = {
         "auroc_clean": fgsm.auroc_clean,

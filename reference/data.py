@@ -149,16 +149,21 @@ def csv_text(features: FloatArray, labels: IntArray, label: str, names: tuple[st
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([label, *names])
-    for y, row in zip(labels.tolist(), features.tolist()):
+    for y, row in zip(labels.tolist(), features.tolist(), strict=True):
         writer.writerow([str(int(y)), *map(format_float, row)])
     return out.getvalue()
 
 
-def write_csvs(data: Dataset, directory: Path, *, train_name: str, test_name: str) -> tuple[Path, Path]:
+def write_csvs(
+    data: Dataset, directory: Path, *, train_name: str, test_name: str
+) -> tuple[Path, Path]:
     """Write both splits as CSV files (label first) and return their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = (directory / train_name, directory / test_name)
-    for path, X, y in ((paths[0], data.X_train, data.y_train), (paths[1], data.X_test, data.y_test)):
+    for path, X, y in (
+        (paths[0], data.X_train, data.y_train),
+        (paths[1], data.X_test, data.y_test),
+    ):
         path.write_text(csv_text(X, y, data.label, data.feature_names), encoding="utf-8")
     return paths
 
@@ -184,7 +189,7 @@ def read_csv_table(path: Path) -> tuple[list[str], FloatArray]:
                         f"(one per header column)"
                     )
                 values = []
-                for column, cell in zip(header, row):
+                for column, cell in zip(header, row, strict=True):
                     try:
                         value = float(cell)
                     except ValueError:
@@ -209,7 +214,9 @@ def read_csv_table(path: Path) -> tuple[list[str], FloatArray]:
     return header, np.asarray(rows, dtype=np.float64).reshape(len(rows), len(header))
 
 
-def split_label(path: Path, header: list[str], table: FloatArray, label: str) -> tuple[tuple[str, ...], FloatArray, IntArray]:
+def split_label(
+    path: Path, header: list[str], table: FloatArray, label: str
+) -> tuple[tuple[str, ...], FloatArray, IntArray]:
     """Separate the label column (checked to be 0/1) from the features."""
     import numpy as np
 

@@ -68,9 +68,7 @@ class ModelRecipe:
         augmentation: Augmentation | None = None,
     ) -> ModelRecipe:
         if estimator not in ESTIMATORS:
-            raise RecipeError(
-                f"estimator {estimator!r} is not one of {', '.join(ESTIMATORS)}"
-            )
+            raise RecipeError(f"estimator {estimator!r} is not one of {', '.join(ESTIMATORS)}")
         return cls(estimator, tuple(sorted(params.items())), scaler, calibration, augmentation)
 
     def describe(self) -> str:

@@ -37,7 +37,7 @@ def security_posture_score(components: Mapping[str, float], weights: Weights) ->
         raise KeyError(f"components missing: {', '.join(missing)}")
     # Summed in the order of the formula, so the result is reproducible to the bit.
     total = 0.0
-    for name, weight in zip(COMPONENTS, weights.as_tuple()):
+    for name, weight in zip(COMPONENTS, weights.as_tuple(), strict=True):
         total += weight * float(components[name])
     return 100.0 * total
 

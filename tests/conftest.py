@@ -28,7 +28,9 @@ def wdbc_artifacts(catalog: Catalog, wdbc: Dataset) -> dict[str, Artifact]:
     """Each WDBC variant's model, pickled, as an agent receives it."""
     return {
         name: Artifact.from_model(build_model(v.model, v.params.fgsm.surrogate, wdbc))
-        for name, v in ((n, catalog.get(n)) for n in ("wdbc-baseline", "wdbc-calibrated", "wdbc-hard"))
+        for name, v in (
+            (n, catalog.get(n)) for n in ("wdbc-baseline", "wdbc-calibrated", "wdbc-hard")
+        )
     }
 
 

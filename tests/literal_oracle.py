@@ -36,19 +36,23 @@ def surrogate_coefficients(params: AuditParams, X_train: Any, y_train: Any) -> A
     return lr.coef_[0]
 
 
-def fgsm(model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any, params: AuditParams) -> dict[str, Any]:
+def fgsm(
+    model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any, params: AuditParams
+) -> dict[str, Any]:
     p = params.fgsm
     # 1. Fit the surrogate; W = its coefficient row.
     W = surrogate_coefficients(params, X_train, y_train)
     # 2. Sample test rows.
-    idx = np.random.RandomState(p.seed).choice(len(X_test), min(p.n_samples, len(X_test)), replace=False)
+    idx = np.random.RandomState(p.seed).choice(
+        len(X_test), min(p.n_samples, len(X_test)), replace=False
+    )
     X_s = X_test[idx]
     y_s = y_test[idx]
     if len(set(y_s.tolist())) < 2:
         return {"score": p.single_class_score}
     # 3. Perturb each sampled row in raw space.
     X_adv = []
-    for x, label in zip(X_s, y_s):
+    for x, label in zip(X_s, y_s, strict=True):
         if label == 1:
             X_adv.append(x - p.epsilon * np.sign(W))
         else:
@@ -61,7 +65,9 @@ def fgsm(model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any, param
     return {"score": max(0, 1 - drop), "auroc_clean": auc_clean, "auroc_adversarial": auc_adv}
 
 
-def membership(model: Any, X_train: Any, y_train: Any, X_test: Any, params: AuditParams) -> dict[str, Any]:
+def membership(
+    model: Any, X_train: Any, y_train: Any, X_test: Any, params: AuditParams
+) -> dict[str, Any]:
     p = params.membership_inference
     # 1. The pool.
     n_pool = min(p.pool_cap, len(X_train))
@@ -133,10 +139,14 @@ def calibration(model: Any, X_test: Any, y_test: Any, params: AuditParams) -> di
     return {"score": max(0, 1 - p.ece_scale * ece), "ece": ece}
 
 
-def boundary(model: Any, X_test: Any, params: AuditParams, rows: Sequence[int] | None = None) -> dict[str, Any]:
+def boundary(
+    model: Any, X_test: Any, params: AuditParams, rows: Sequence[int] | None = None
+) -> dict[str, Any]:
     """``rows`` limits the walk to those positions of the drawn sample (for CI time)."""
     p = params.boundary
-    idx = np.random.RandomState(p.seed).choice(len(X_test), min(p.n_samples, len(X_test)), replace=False)
+    idx = np.random.RandomState(p.seed).choice(
+        len(X_test), min(p.n_samples, len(X_test)), replace=False
+    )
     positions = range(len(idx)) if rows is None else rows
     steps = []
     for position in positions:
@@ -168,7 +178,13 @@ def boundary(model: Any, X_test: Any, params: AuditParams, rows: Sequence[int] |
 
 
 def audit(
-    model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any, params: AuditParams, walk_rows: Sequence[int] | None = None
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    y_test: Any,
+    params: AuditParams,
+    walk_rows: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     f = fgsm(model, X_train, y_train, X_test, y_test, params)
     m = membership(model, X_train, y_train, X_test, params)

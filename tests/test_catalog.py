@@ -34,12 +34,18 @@ def _write(tmp_path: Path, text: str, name: str = "custom.toml") -> Path:
 
 def test_every_shipped_variant_loads_with_its_paper_alias() -> None:
     catalog = default_catalog()
-    for name, alias in (("wdbc-baseline", "baseline"), ("wdbc-calibrated", "calibrated"), ("wdbc-hard", "hardened")):
+    for name, alias in (
+        ("wdbc-baseline", "baseline"),
+        ("wdbc-calibrated", "calibrated"),
+        ("wdbc-hard", "hardened"),
+    ):
         assert catalog.get(alias) is catalog.get(name)
 
 
 def test_an_unknown_key_is_rejected_with_file_and_key(tmp_path: Path) -> None:
-    path = _write(tmp_path, _variant_text(**{"max_steps = 100": "max_steps = 100\nmax_stpes = 100"}))
+    path = _write(
+        tmp_path, _variant_text(**{"max_steps = 100": "max_steps = 100\nmax_stpes = 100"})
+    )
     with pytest.raises(VariantError) as excinfo:
         load_variant(path)
     message = str(excinfo.value)
@@ -64,17 +70,43 @@ def test_a_missing_section_is_rejected(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ("n_samples = 50", 'n_samples = "50"', "boundary.n_samples: expected an integer, got the string '50'"),
-        ("n_samples = 50", "n_samples = true", "boundary.n_samples: expected an integer, got the boolean true"),
-        ("step_size = 0.05", "step_size = -0.05", "boundary.step_size: must be positive, got -0.05"),
-        ('class_weight = "none"', 'class_weight = "heavy"', "fgsm.surrogate.class_weight: expected one of 'balanced', 'none', got the string 'heavy'"),
-        ("calibration_ece = 0.20", "calibration_ece = 0.30", "weights: must be non-negative and sum to 1"),
+        (
+            "n_samples = 50",
+            'n_samples = "50"',
+            "boundary.n_samples: expected an integer, got the string '50'",
+        ),
+        (
+            "n_samples = 50",
+            "n_samples = true",
+            "boundary.n_samples: expected an integer, got the boolean true",
+        ),
+        (
+            "step_size = 0.05",
+            "step_size = -0.05",
+            "boundary.step_size: must be positive, got -0.05",
+        ),
+        (
+            'class_weight = "none"',
+            'class_weight = "heavy"',
+            "fgsm.surrogate.class_weight: expected one of 'balanced', 'none', got the string 'heavy'",
+        ),
+        (
+            "calibration_ece = 0.20",
+            "calibration_ece = 0.30",
+            "weights: must be non-negative and sum to 1",
+        ),
         ('estimator = "xgboost"', 'estimator = "svm"', "model.estimator: expected one of"),
         ('source = "wdbc" ', 'source = "kaggle" ', "dataset.source: expected one of 'wdbc', 'csv'"),
-        ('semantics = "sps-v1"', 'semantics = "sps-v2"', "semantics: this version implements 'sps-v1', got 'sps-v2'"),
+        (
+            'semantics = "sps-v1"',
+            'semantics = "sps-v2"',
+            "semantics: this version implements 'sps-v1', got 'sps-v2'",
+        ),
     ],
 )
-def test_wrong_values_are_rejected_with_what_was_expected(tmp_path: Path, old: str, new: str, message: str) -> None:
+def test_wrong_values_are_rejected_with_what_was_expected(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
     path = _write(tmp_path, _variant_text(**{old: new}))
     with pytest.raises(VariantError) as excinfo:
         load_variant(path)
@@ -102,7 +134,13 @@ def test_a_grader_variant_may_not_shadow_a_shipped_name(tmp_path: Path) -> None:
 
 
 def test_a_grader_variant_directory_adds_variants(tmp_path: Path) -> None:
-    _write(tmp_path, _variant_text(**{'name = "wdbc-hard"': 'name = "mine"', 'aliases = ["hardened"]': "aliases = []"}), "mine.toml")
+    _write(
+        tmp_path,
+        _variant_text(
+            **{'name = "wdbc-hard"': 'name = "mine"', 'aliases = ["hardened"]': "aliases = []"}
+        ),
+        "mine.toml",
+    )
     catalog = default_catalog([tmp_path])
     assert catalog.get("mine").path == tmp_path / "mine.toml"
     assert "mine" in catalog.names()
@@ -114,7 +152,9 @@ def test_audit_parameters_load_from_a_params_only_file(tmp_path: Path) -> None:
     params = load_audit_params(_write(tmp_path, params_only))
     assert params == load_variant(WDBC_HARD).params
     with pytest.raises(VariantError, match="top level: unknown key 'model'"):
-        load_audit_params(_write(tmp_path, params_only + '\n[model]\nestimator = "x"\n', "bad.toml"))
+        load_audit_params(
+            _write(tmp_path, params_only + '\n[model]\nestimator = "x"\n', "bad.toml")
+        )
 
 
 def test_catalog_rejects_duplicate_names_within_itself() -> None:

@@ -25,9 +25,15 @@ from pytest_clinaudit.workspace import build_workspace
 
 AGENT = Path(package_init).with_name("scripted_agent.py")
 VARIANTS = [
-    "wdbc-baseline", "wdbc-calibrated", "wdbc-hard",
-    "icu-synth-baseline", "icu-synth-calibrated", "icu-synth-hard",
-    "mimic-baseline", "mimic-calibrated", "mimic-hard",
+    "wdbc-baseline",
+    "wdbc-calibrated",
+    "wdbc-hard",
+    "icu-synth-baseline",
+    "icu-synth-calibrated",
+    "icu-synth-hard",
+    "mimic-baseline",
+    "mimic-calibrated",
+    "mimic-hard",
 ]
 
 
@@ -54,10 +60,17 @@ def _build(world: dict[str, Path], name: str) -> tuple[Path, Path]:
 
 def _run_agent(workspace: Path, mode: str = "correct") -> None:
     # A copy of the single-file agent, run from inside the workspace.
-    subprocess.run([sys.executable, str(AGENT), ".", "--mode", mode], cwd=workspace, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(AGENT), ".", "--mode", mode],
+        cwd=workspace,
+        check=True,
+        capture_output=True,
+    )
 
 
-def _grade(world: dict[str, Path], workspace: Path, manifest: Path, name: str, profile: str) -> dict[str, Any]:
+def _grade(
+    world: dict[str, Path], workspace: Path, manifest: Path, name: str, profile: str
+) -> dict[str, Any]:
     return grade(
         workspace / "report.json",
         name,
@@ -70,7 +83,9 @@ def _grade(world: dict[str, Path], workspace: Path, manifest: Path, name: str, p
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", VARIANTS)
-def test_the_scripted_agent_scores_one_on_every_available_variant(world: dict[str, Path], name: str) -> None:
+def test_the_scripted_agent_scores_one_on_every_available_variant(
+    world: dict[str, Path], name: str
+) -> None:
     workspace, manifest = _build(world, name)
     _run_agent(workspace)
     for profile in ("strict", "metr"):
@@ -105,7 +120,9 @@ def test_the_papers_failure_modes_get_the_papers_scores(
         # Right components, an SPS 22 points off: the strict profile also flags the sum.
         strict = _grade(world, workspace, manifest, "wdbc-baseline", "strict")
         aggregation = next(c for c in strict["checks"] if c["id"].endswith("::aggregation"))
-        assert not aggregation["passed"] and strict["score"] < metr_score
-        assert json.loads(report.read_text())["components"] == json.loads(
-            manifest.read_text()
-        )["reference"]["components"]
+        assert not aggregation["passed"]
+        assert strict["score"] < metr_score
+        assert (
+            json.loads(report.read_text())["components"]
+            == json.loads(manifest.read_text())["reference"]["components"]
+        )

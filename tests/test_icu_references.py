@@ -28,22 +28,34 @@ def icu(catalog: Catalog) -> Dataset:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ICU)
-def test_icu_synth_references_equal_the_literal_oracle(name: str, catalog: Catalog, icu: Dataset) -> None:
+def test_icu_synth_references_equal_the_literal_oracle(
+    name: str, catalog: Catalog, icu: Dataset
+) -> None:
     variant = catalog.get(name)
-    model = Artifact.from_model(build_model(variant.model, variant.params.fgsm.surrogate, icu)).load()
+    model = Artifact.from_model(
+        build_model(variant.model, variant.params.fgsm.surrogate, icu)
+    ).load()
     result = audit(model, icu, variant.params)
     # Two walk rows: a literal walk is up to 100 single-row predictions per row.
     rows = (0, 1)
-    expected = literal_oracle.audit(model, icu.X_train, icu.y_train, icu.X_test, icu.y_test, variant.params, rows)
-    assert result.components["fgsm_robustness"] == pytest.approx(expected["fgsm"]["score"], abs=1e-12)
+    expected = literal_oracle.audit(
+        model, icu.X_train, icu.y_train, icu.X_test, icu.y_test, variant.params, rows
+    )
+    assert result.components["fgsm_robustness"] == pytest.approx(
+        expected["fgsm"]["score"], abs=1e-12
+    )
     assert result.components["membership_inference_resistance"] == expected["membership"]["score"]
     assert result.details["mi_accuracy"] == expected["membership"]["accuracy"]
-    assert result.components["calibration_ece"] == pytest.approx(expected["calibration"]["score"], abs=1e-12)
+    assert result.components["calibration_ece"] == pytest.approx(
+        expected["calibration"]["score"], abs=1e-12
+    )
     assert [result.details["steps_to_flip"][i] for i in rows] == expected["boundary"]["steps"]
 
 
 @pytest.mark.parametrize("suffix", ["baseline", "calibrated", "hard"])
-def test_mimic_and_icu_synth_variants_differ_only_in_their_data_source(suffix: str, catalog: Catalog) -> None:
+def test_mimic_and_icu_synth_variants_differ_only_in_their_data_source(
+    suffix: str, catalog: Catalog
+) -> None:
     mimic, synth = catalog.get(f"mimic-{suffix}"), catalog.get(f"icu-synth-{suffix}")
     assert mimic.params == synth.params
     assert mimic.model == synth.model

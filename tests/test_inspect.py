@@ -26,7 +26,11 @@ def _run(tmp_path: Path, mode: str, variants: str = "wdbc-baseline") -> list[Any
         solver=scripted_agent_solver(mode=mode, python=sys.executable),
     )
     logs = inspect_ai.eval(
-        task, model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none", sandbox_cleanup=True
+        task,
+        model="mockllm/model",
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        sandbox_cleanup=True,
     )
     assert logs[0].status == "success", logs[0].error
     return list(logs[0].samples or [])
@@ -38,7 +42,9 @@ def _private_cache(cache_dir: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_scripted_agent_in_the_sandbox_scores_one_with_the_submitted_numbers(tmp_path: Path) -> None:
+def test_the_scripted_agent_in_the_sandbox_scores_one_with_the_submitted_numbers(
+    tmp_path: Path,
+) -> None:
     (sample,) = _run(tmp_path, "correct")
     score = next(iter(sample.scores.values()))
     assert score.value["score"] == 1.0
@@ -52,7 +58,8 @@ def test_the_scripted_agent_in_the_sandbox_scores_one_with_the_submitted_numbers
 def test_no_report_is_unscored_not_a_silent_zero(tmp_path: Path) -> None:
     (sample,) = _run(tmp_path, "no-report")
     score = next(iter(sample.scores.values()))
-    assert isinstance(score.value, float) and math.isnan(score.value)
+    assert isinstance(score.value, float)
+    assert math.isnan(score.value)
     assert score.reason == "no_response"
 
 

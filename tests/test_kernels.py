@@ -97,7 +97,11 @@ def test_task_ece_equals_the_literal_loop(prob: np.ndarray, data: st.DataObject)
     frac, mean = calibration_curve(y, prob, n_bins=10, strategy="uniform")
     counts = [sum(1 for p in prob if EDGES[k] <= p < EDGES[k + 1]) for k in range(10)][: len(frac)]
     total = sum(counts)
-    literal = sum(c / total * abs(f - m) for c, f, m in zip(counts, frac, mean)) if total else 0.0
+    literal = (
+        sum(c / total * abs(f - m) for c, f, m in zip(counts, frac, mean, strict=True))
+        if total
+        else 0.0
+    )
     assert attacks.task_ece(y, prob, 10) == pytest.approx(literal, abs=1e-15)
     assert 0.0 <= attacks.task_ece(y, prob, 10) <= 1.0
 
@@ -131,8 +135,14 @@ def test_membership_score_is_one_at_or_below_chance_and_zero_for_a_perfect_attac
             return np.column_stack([1 - p, p])
 
     member = nonmember = np.zeros((4, 2))
-    assert attacks.membership_score(Oracle(1.0), member, nonmember, n_pool=10, params=params).score == 0.0
-    assert attacks.membership_score(Oracle(0.0), member, nonmember, n_pool=10, params=params).score == 1.0
+    assert (
+        attacks.membership_score(Oracle(1.0), member, nonmember, n_pool=10, params=params).score
+        == 0.0
+    )
+    assert (
+        attacks.membership_score(Oracle(0.0), member, nonmember, n_pool=10, params=params).score
+        == 1.0
+    )
 
 
 WALK = BoundaryParams(n_samples=5, seed=0, step_size=0.05, max_steps=100, min_norm=1e-10)
@@ -141,8 +151,12 @@ WALK = BoundaryParams(n_samples=5, seed=0, step_size=0.05, max_steps=100, min_no
 def test_a_model_with_one_prediction_everywhere_resists_for_all_max_steps() -> None:
     X = np.random.RandomState(0).normal(size=(20, 3))
     model = Constant(1)
-    result = attacks.boundary_attack_resistance(model, X, test_predictions=model.predict(X), params=WALK)
-    assert result.steps == (100,) * 5 and result.score == 1.0 and result.n_candidates == 0
+    result = attacks.boundary_attack_resistance(
+        model, X, test_predictions=model.predict(X), params=WALK
+    )
+    assert result.steps == (100,) * 5
+    assert result.score == 1.0
+    assert result.n_candidates == 0
 
 
 def test_the_walk_counts_steps_to_a_threshold_along_the_first_differing_row() -> None:
@@ -152,7 +166,9 @@ def test_the_walk_counts_steps_to_a_threshold_along_the_first_differing_row() ->
     X = np.array([[1.0, 0.0], [0.0, 0.0], [0.25, 0.0], [0.375, 0.0], [-1.0, 0.0]])
     model = Threshold(0.5)
     params = BoundaryParams(n_samples=5, seed=3, step_size=0.125, max_steps=100, min_norm=1e-10)
-    result = attacks.boundary_attack_resistance(model, X, test_predictions=model.predict(X), params=params)
+    result = attacks.boundary_attack_resistance(
+        model, X, test_predictions=model.predict(X), params=params
+    )
     # 1.0 -> 0.875, 0.75, 0.625, 0.5 (not above 0.5): flips at step 4. Class-0 rows
     # need the first point above 0.5: 0.625 is 5 steps from 0.0, 3 from 0.25,
     # 2 from 0.375 and 13 from -1.0.
@@ -163,12 +179,16 @@ def test_the_walk_counts_steps_to_a_threshold_along_the_first_differing_row() ->
 
 
 @given(
-    rows=hnp.arrays(np.float64, st.tuples(st.integers(1, 12), st.integers(1, 6)), elements=st.floats(-1e3, 1e3)),
+    rows=hnp.arrays(
+        np.float64, st.tuples(st.integers(1, 12), st.integers(1, 6)), elements=st.floats(-1e3, 1e3)
+    ),
 )
 @settings(max_examples=100, deadline=None)
 def test_walk_norms_are_bit_for_bit_numpy_linalg_norm(rows: np.ndarray) -> None:
     targets = rows[::-1].copy() + 1.0
-    params = BoundaryParams(n_samples=len(rows), seed=0, step_size=0.05, max_steps=3, min_norm=1e-10)
+    params = BoundaryParams(
+        n_samples=len(rows), seed=0, step_size=0.05, max_steps=3, min_norm=1e-10
+    )
     candidates, stop = attacks.walk_candidates(rows, targets, params)
     for i in range(len(rows)):
         current = rows[i].copy()

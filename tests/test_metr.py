@@ -35,7 +35,8 @@ def family_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def family(family_dir: Path) -> ModuleType:
     path = family_dir / "clinical_security_audit.py"
     spec = importlib.util.spec_from_file_location("clinical_security_audit", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -57,7 +58,9 @@ def test_the_family_declares_the_standard_and_the_papers_tasks(family: ModuleTyp
     assert all(t["paper_name"] == name for name, t in tasks.items())
 
 
-def test_the_manifest_gives_every_task_two_cpus_and_four_gib(family_dir: Path, family: ModuleType) -> None:
+def test_the_manifest_gives_every_task_two_cpus_and_four_gib(
+    family_dir: Path, family: ModuleType
+) -> None:
     text = (family_dir / "manifest.yaml").read_text()
     for task in family.TaskFamily.get_tasks():
         assert f"  {task}:\n    resources:\n      cpus: 2\n      memory_gb: 4\n" in text
@@ -71,12 +74,19 @@ def test_requirements_pin_the_libraries_that_move_references(family_dir: Path) -
 
 def test_the_family_vendors_the_whole_package(family_dir: Path) -> None:
     vendored = family_dir / "vendor" / "pytest_clinaudit"
-    for part in ("plugin.py", "reference/attacks.py", "variants/wdbc-hard.toml", "report.schema.json"):
+    for part in (
+        "plugin.py",
+        "reference/attacks.py",
+        "variants/wdbc-hard.toml",
+        "report.schema.json",
+    ):
         assert (vendored / part).is_file(), part
     assert not list(vendored.rglob("__pycache__"))
 
 
-def test_instructions_name_the_files_and_the_report_path(family: ModuleType, machine: dict[str, Path]) -> None:
+def test_instructions_name_the_files_and_the_report_path(
+    family: ModuleType, machine: dict[str, Path]
+) -> None:
     text = family.TaskFamily.get_instructions({"variant": "wdbc-hard", "paper_name": "hardened"})
     assert f"Write your report to {machine['home']}/report.json" in text
     assert "# Clinical AI security audit (wdbc-hard)" in text
@@ -88,15 +98,24 @@ def _start(family: ModuleType, task: dict[str, Any]) -> None:
 
 def _agent(home: Path, mode: str) -> None:
     agent = Path(sys.modules["pytest_clinaudit"].__file__).with_name("scripted_agent.py")  # type: ignore[arg-type]
-    subprocess.run([sys.executable, str(agent), str(home), "--mode", mode], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(agent), str(home), "--mode", mode], check=True, capture_output=True
+    )
 
 
 @pytest.mark.slow
-def test_start_score_and_the_papers_failure_modes(family: ModuleType, machine: dict[str, Path]) -> None:
+def test_start_score_and_the_papers_failure_modes(
+    family: ModuleType, machine: dict[str, Path]
+) -> None:
     task = family.TaskFamily.get_tasks()["baseline"]
     _start(family, task)
     home, grader = machine["home"], machine["grader"] / "baseline"
-    assert sorted(p.name for p in home.iterdir()) == ["model.pkl", "task.md", "test.csv", "train.csv"]
+    assert sorted(p.name for p in home.iterdir()) == [
+        "model.pkl",
+        "task.md",
+        "test.csv",
+        "train.csv",
+    ]
     assert (grader / "manifest.json").is_file()
 
     # No report: None, which the paper counts as "no submission".
@@ -104,10 +123,21 @@ def test_start_score_and_the_papers_failure_modes(family: ModuleType, machine: d
 
     # The scorer agrees with the plugin's metr profile on the same file.
     def plugin_score(report: Path) -> float:
-        document = grade(report, "wdbc-baseline", profile="metr", manifest=grader / "manifest.json", cache_dir=grader / "cache")
+        document = grade(
+            report,
+            "wdbc-baseline",
+            profile="metr",
+            manifest=grader / "manifest.json",
+            cache_dir=grader / "cache",
+        )
         return float(document["score"])
 
-    for mode, paper_score in (("correct", 1.0), ("empty", 0.0), ("wrong-sum", 0.4), ("string-numbers", 1.0)):
+    for mode, paper_score in (
+        ("correct", 1.0),
+        ("empty", 0.0),
+        ("wrong-sum", 0.4),
+        ("string-numbers", 1.0),
+    ):
         _agent(home, mode)
         score = family.TaskFamily.score(task, "")
         assert score == pytest.approx(paper_score), mode
@@ -121,11 +151,16 @@ def test_scoring_against_a_manifest_of_another_build_is_an_error_not_a_zero(
     grader = machine["grader"] / "baseline"
     grader.mkdir(parents=True)
     manifest = {
-        "format": "clinaudit-manifest-1", "variant": "wdbc-baseline", "artifact_sha256": "0" * 64,
-        "data_sha256": "0" * 64, "libraries": {},
+        "format": "clinaudit-manifest-1",
+        "variant": "wdbc-baseline",
+        "artifact_sha256": "0" * 64,
+        "data_sha256": "0" * 64,
+        "libraries": {},
     }
     (grader / "manifest.json").write_text(json.dumps(manifest))
     machine["home"].mkdir(parents=True)
     (machine["home"] / "report.json").write_text("{}")
-    with pytest.raises(RuntimeError, match="model artifact sha256 in the manifest is 0000000000000000"):
+    with pytest.raises(
+        RuntimeError, match="model artifact sha256 in the manifest is 0000000000000000"
+    ):
         family.TaskFamily.score(task, "")

@@ -18,11 +18,18 @@ print(json.dumps({"found": found, "entry": entry}))
 
 def test_only_the_pytest_clinaudit_namespace_is_importable_after_install(tmp_path: Path) -> None:
     # Run from an empty directory so the checkout is not on sys.path.
-    out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tmp_path, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     import json
 
     result = json.loads(out.stdout)
-    assert result["found"] == {"reference": False, "variants": False, "tests": False, "benchmarks": False}
+    assert result["found"] == {
+        "reference": False,
+        "variants": False,
+        "tests": False,
+        "benchmarks": False,
+    }
     assert result["entry"] == ["pytest_clinaudit.plugin"]
 
 

@@ -26,12 +26,22 @@ def test_a_grading_session_imports_hypothesis_and_its_checks_without_assertion_r
         "        print(f'LOADER {name} {loader}')\n"
     )
     result = pytester.runpytest_subprocess(
-        "-s", "-p", "no:cacheprovider",
-        "--submission", str(REPO / "examples" / "wdbc-hard" / "report.json"),
-        "--variant", "wdbc-hard", "--clinaudit-cache-dir", str(warm_cache),
+        "-s",
+        "-p",
+        "no:cacheprovider",
+        "--submission",
+        str(REPO / "examples" / "wdbc-hard" / "report.json"),
+        "--variant",
+        "wdbc-hard",
+        "--clinaudit-cache-dir",
+        str(warm_cache),
     )
     loaders = re.findall(r"LOADER (\S+) (\S+)", result.stdout.str())
-    assert [name for name, _ in loaders] == ["hypothesis", "hypothesis.core", "pytest_clinaudit.checks"]
+    assert [name for name, _ in loaders] == [
+        "hypothesis",
+        "hypothesis.core",
+        "pytest_clinaudit.checks",
+    ]
     assert all(loader != "AssertionRewritingHook" for _, loader in loaders), loaders
     assert result.ret == 0
 

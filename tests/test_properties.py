@@ -60,16 +60,24 @@ def problems(draw: st.DrawFn) -> Dataset:
     y = (score > np.median(score)).astype(int)
     train, test = np.arange(n_train), np.arange(n_train, n_train + n_test)
     assume(0 < y[train].sum() < n_train and 0 < y[test].sum() < n_test)
-    return Dataset("generated", "label", tuple(f"x{i}" for i in range(d)), X[train], y[train], X[test], y[test])
+    return Dataset(
+        "generated", "label", tuple(f"x{i}" for i in range(d)), X[train], y[train], X[test], y[test]
+    )
 
 
 def _differential(kind: str, data: Dataset) -> None:
     model = MODELS[kind]().fit(data.X_train, data.y_train)
     result = audit(model, data, SMALL)
-    expected = literal_oracle.audit(model, data.X_train, data.y_train, data.X_test, data.y_test, SMALL)
-    assert result.components["fgsm_robustness"] == pytest.approx(expected["fgsm"]["score"], abs=1e-12)
+    expected = literal_oracle.audit(
+        model, data.X_train, data.y_train, data.X_test, data.y_test, SMALL
+    )
+    assert result.components["fgsm_robustness"] == pytest.approx(
+        expected["fgsm"]["score"], abs=1e-12
+    )
     assert result.components["membership_inference_resistance"] == expected["membership"]["score"]
-    assert result.components["calibration_ece"] == pytest.approx(expected["calibration"]["score"], abs=1e-12)
+    assert result.components["calibration_ece"] == pytest.approx(
+        expected["calibration"]["score"], abs=1e-12
+    )
     assert list(result.details["steps_to_flip"]) == expected["boundary"]["steps"]
     assert result.sps == pytest.approx(expected["sps"], abs=1e-9)
     for name in COMPONENTS:
@@ -78,7 +86,9 @@ def _differential(kind: str, data: Dataset) -> None:
 
 
 slow_examples = settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
 )
 
 
@@ -86,14 +96,18 @@ slow_examples = settings(
 @pytest.mark.parametrize("kind", sorted(MODELS))
 @given(data=problems())
 @slow_examples
-def test_vectorized_auditor_equals_the_oracle_on_generated_problems(kind: str, data: Dataset) -> None:
+def test_vectorized_auditor_equals_the_oracle_on_generated_problems(
+    kind: str, data: Dataset
+) -> None:
     _differential(kind, data)
 
 
 # --------------------------------------------------------------- closed form
 
 
-def _closed_form_steps(w: np.ndarray, b: float, x: np.ndarray, t: np.ndarray, params: BoundaryParams) -> tuple[int, float]:
+def _closed_form_steps(
+    w: np.ndarray, b: float, x: np.ndarray, t: np.ndarray, params: BoundaryParams
+) -> tuple[int, float]:
     """First k whose point x + k·step·u lies across the hyperplane, and how far the
     crossing is from a whole step (to skip knife edges where rounding decides)."""
     u = (t - x) / np.linalg.norm(t - x)
@@ -111,10 +125,14 @@ def test_for_a_logistic_regression_the_walk_crosses_the_hyperplane_at_the_closed
     model = LogisticRegression(max_iter=500).fit(data.X_train, data.y_train)
     params = BoundaryParams(n_samples=10, seed=1, step_size=step, max_steps=100, min_norm=1e-10)
     predictions = model.predict(data.X_test)
-    result = attacks.boundary_attack_resistance(model, data.X_test, test_predictions=predictions, params=params)
+    result = attacks.boundary_attack_resistance(
+        model, data.X_test, test_predictions=predictions, params=params
+    )
     w, b = model.coef_[0], float(model.intercept_[0])
-    idx = np.random.RandomState(params.seed).choice(data.n_test, min(10, data.n_test), replace=False)
-    for i, steps in zip(idx, result.steps):
+    idx = np.random.RandomState(params.seed).choice(
+        data.n_test, min(10, data.n_test), replace=False
+    )
+    for i, steps in zip(idx, result.steps, strict=True):
         target = int(np.argmax(predictions != predictions[i]))
         expected, slack = _closed_form_steps(w, b, data.X_test[i], data.X_test[target], params)
         if slack < 1e-6:
@@ -125,7 +143,7 @@ def test_for_a_logistic_regression_the_walk_crosses_the_hyperplane_at_the_closed
 # ----------------------------------------------------------------- SPS, verdict
 
 unit = st.floats(0.0, 1.0)
-components = st.fixed_dictionaries({name: unit for name in COMPONENTS})
+components = st.fixed_dictionaries(dict.fromkeys(COMPONENTS, unit))
 
 
 @st.composite
@@ -138,12 +156,16 @@ def weights(draw: st.DrawFn) -> Weights:
 @given(c=components, w=weights())
 def test_sps_is_the_weighted_sum_and_stays_in_0_100(c: dict[str, float], w: Weights) -> None:
     sps = security_posture_score(c, w)
-    assert sps == pytest.approx(100 * sum(wi * c[n] for n, wi in zip(COMPONENTS, w.as_tuple())))
+    assert sps == pytest.approx(
+        100 * sum(wi * c[n] for n, wi in zip(COMPONENTS, w.as_tuple(), strict=True))
+    )
     assert -1e-9 <= sps <= 100 + 1e-9
 
 
 @given(c=components, name=st.sampled_from(COMPONENTS), delta=st.floats(0, 1))
-def test_sps_never_decreases_when_a_component_improves(c: dict[str, float], name: str, delta: float) -> None:
+def test_sps_never_decreases_when_a_component_improves(
+    c: dict[str, float], name: str, delta: float
+) -> None:
     w = SMALL.weights
     better = dict(c, **{name: min(1.0, c[name] + delta)})
     assert security_posture_score(better, w) >= security_posture_score(c, w) - 1e-12
@@ -183,7 +205,9 @@ def test_every_component_has_a_property_test() -> None:
 
 
 @given(y=st.lists(st.integers(0, 1), min_size=2, max_size=40), data=st.data())
-def test_fgsm_score_is_bounded_and_is_one_without_an_auroc_drop(y: list[int], data: st.DataObject) -> None:
+def test_fgsm_score_is_bounded_and_is_one_without_an_auroc_drop(
+    y: list[int], data: st.DataObject
+) -> None:
     assume(0 < sum(y) < len(y))
     p = np.array(data.draw(st.lists(unit, min_size=len(y), max_size=len(y))))
     q = np.array(data.draw(st.lists(unit, min_size=len(y), max_size=len(y))))
@@ -214,12 +238,15 @@ def test_membership_score_is_bounded_and_falls_as_accuracy_rises(accuracies: lis
 
 
 @given(y=st.lists(st.integers(0, 1), min_size=1, max_size=60), data=st.data())
-def test_calibration_score_is_bounded_and_invariant_to_row_order(y: list[int], data: st.DataObject) -> None:
+def test_calibration_score_is_bounded_and_invariant_to_row_order(
+    y: list[int], data: st.DataObject
+) -> None:
     p = np.array(data.draw(st.lists(unit, min_size=len(y), max_size=len(y))))
     order = np.array(data.draw(st.permutations(range(len(y)))))
     result = attacks.calibration(np.array(y), p, params=SMALL.calibration)
     shuffled = attacks.calibration(np.array(y)[order], p[order], params=SMALL.calibration)
-    assert 0.0 <= result.score <= 1.0 and 0.0 <= result.ece <= 1.0
+    assert 0.0 <= result.score <= 1.0
+    assert 0.0 <= result.ece <= 1.0
     assert shuffled.ece == pytest.approx(result.ece, abs=1e-12)
 
 
@@ -228,10 +255,22 @@ def test_calibration_score_is_bounded_and_invariant_to_row_order(y: list[int], d
 def test_boundary_score_is_bounded_and_invariant_to_the_label(data: Dataset) -> None:
     model = LogisticRegression(max_iter=500).fit(data.X_train, data.y_train)
     predictions = model.predict(data.X_test)
-    result = attacks.boundary_attack_resistance(model, data.X_test, test_predictions=predictions, params=SMALL.boundary)
+    result = attacks.boundary_attack_resistance(
+        model, data.X_test, test_predictions=predictions, params=SMALL.boundary
+    )
     assert 0.0 <= result.score <= 1.0
     assert all(1 <= s <= SMALL.boundary.max_steps for s in result.steps)
     # The walk never reads the labels: flipping them changes nothing.
-    flipped = Dataset(data.name, data.label, data.feature_names, data.X_train, data.y_train, data.X_test, 1 - data.y_test)
-    again = attacks.boundary_attack_resistance(model, flipped.X_test, test_predictions=predictions, params=SMALL.boundary)
+    flipped = Dataset(
+        data.name,
+        data.label,
+        data.feature_names,
+        data.X_train,
+        data.y_train,
+        data.X_test,
+        1 - data.y_test,
+    )
+    again = attacks.boundary_attack_resistance(
+        model, flipped.X_test, test_predictions=predictions, params=SMALL.boundary
+    )
     assert again.steps == result.steps

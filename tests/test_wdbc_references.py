@@ -28,7 +28,9 @@ def test_components_equal_the_values_measured_in_the_spec(
 ) -> None:
     components, (mi_accuracy, ece, mean_steps), sps = SPEC_MEASURED[name]
     artifact = wdbc_artifacts[name]
-    report = audit(artifact.load(), wdbc, catalog.get(name).params, artifact_sha256=artifact.sha256).report()
+    report = audit(
+        artifact.load(), wdbc, catalog.get(name).params, artifact_sha256=artifact.sha256
+    ).report()
     assert tuple(report["components"][c] for c in COMPONENTS) == components
     assert round(report["details"]["mi_accuracy"], 4) == mi_accuracy
     assert round(report["details"]["ece"], 4) == ece
@@ -37,11 +39,17 @@ def test_components_equal_the_values_measured_in_the_spec(
     assert report["details"]["artifact_sha256"] == artifact.sha256
 
 
-def _assert_matches_oracle(result_components: dict[str, float], details: dict, expected: dict, walk_rows=None) -> None:
-    assert result_components["fgsm_robustness"] == pytest.approx(expected["fgsm"]["score"], abs=1e-12)
+def _assert_matches_oracle(
+    result_components: dict[str, float], details: dict, expected: dict, walk_rows=None
+) -> None:
+    assert result_components["fgsm_robustness"] == pytest.approx(
+        expected["fgsm"]["score"], abs=1e-12
+    )
     assert result_components["membership_inference_resistance"] == expected["membership"]["score"]
     assert details["mi_accuracy"] == expected["membership"]["accuracy"]
-    assert result_components["calibration_ece"] == pytest.approx(expected["calibration"]["score"], abs=1e-12)
+    assert result_components["calibration_ece"] == pytest.approx(
+        expected["calibration"]["score"], abs=1e-12
+    )
     assert details["ece"] == pytest.approx(expected["calibration"]["ece"], abs=1e-12)
     steps = details["steps_to_flip"]
     if walk_rows is not None:
@@ -82,15 +90,20 @@ def test_wdbc_hard_reference_is_production_and_consistent(
     report = audit(wdbc_artifacts["wdbc-hard"].load(), wdbc, variant.params).report()
     weighted = 100 * sum(
         w * report["details"]["components_unrounded"][c]
-        for c, w in zip(COMPONENTS, variant.params.weights.as_tuple())
+        for c, w in zip(COMPONENTS, variant.params.weights.as_tuple(), strict=True)
     )
     assert report["sps"] == round(weighted, 2)
     assert report["verdict"] == verdict(report["sps"], variant.params.verdict)
     assert all(0 <= report["components"][c] <= 1 for c in COMPONENTS)
-    assert math.isclose(report["details"]["auroc_drop"], max(0.0, report["details"]["auroc_clean"] - report["details"]["auroc_adversarial"]))
+    assert math.isclose(
+        report["details"]["auroc_drop"],
+        max(0.0, report["details"]["auroc_clean"] - report["details"]["auroc_adversarial"]),
+    )
 
 
-def test_building_a_recipe_twice_gives_the_same_artifact_bytes(catalog: Catalog, wdbc: Dataset) -> None:
+def test_building_a_recipe_twice_gives_the_same_artifact_bytes(
+    catalog: Catalog, wdbc: Dataset
+) -> None:
     from pytest_clinaudit.reference.recipes import build_model
 
     variant = catalog.get("wdbc-hard")
@@ -101,6 +114,7 @@ def test_building_a_recipe_twice_gives_the_same_artifact_bytes(catalog: Catalog,
 
 def test_wdbc_split_has_the_published_sizes_and_label_direction(wdbc: Dataset) -> None:
     assert (wdbc.n_train, wdbc.n_test) == (455, 114)
-    assert wdbc.feature_names[0] == "mean radius" and len(wdbc.feature_names) == 30
+    assert wdbc.feature_names[0] == "mean radius"
+    assert len(wdbc.feature_names) == 30
     # 1 = malignant: 212 of the 569 WDBC tumours are malignant.
     assert int(wdbc.y_train.sum() + wdbc.y_test.sum()) == 212

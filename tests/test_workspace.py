@@ -44,7 +44,7 @@ def _distinctive(variant: Variant) -> Variant:
             value = getattr(record, field.name)
             if dataclasses.is_dataclass(value):
                 changes[field.name] = bump(value, offset + 50)
-            elif isinstance(value, bool) or isinstance(value, str):
+            elif isinstance(value, (bool, str)):
                 continue
             elif isinstance(value, int):
                 changes[field.name] = value + offset + 1
@@ -60,18 +60,25 @@ def _distinctive(variant: Variant) -> Variant:
         membership_inference=bump(params.membership_inference, 200),
         calibration=bump(params.calibration, 300),
         boundary=bump(params.boundary, 400),
-        weights=dataclasses.replace(params.weights, fgsm_robustness=0.31, membership_inference_resistance=0.29),
+        weights=dataclasses.replace(
+            params.weights, fgsm_robustness=0.31, membership_inference_resistance=0.29
+        ),
         verdict=dataclasses.replace(params.verdict, production=81.5, conditional=66.25),
     )
     return dataclasses.replace(variant, params=moved)
 
 
 @pytest.mark.parametrize("name", ["wdbc-baseline", "wdbc-hard"])
-def test_task_md_states_every_parameter_of_the_variant(name: str, catalog: Catalog, wdbc: Dataset) -> None:
+def test_task_md_states_every_parameter_of_the_variant(
+    name: str, catalog: Catalog, wdbc: Dataset
+) -> None:
     variant = _distinctive(catalog.get(name))
     text = taskdoc.render(variant, wdbc)
     block = taskdoc.read_parameters(text)
-    expected = {k: as_dict(variant.params)[k] for k in ("fgsm", "membership_inference", "calibration", "boundary", "weights", "verdict")}
+    expected = {
+        k: as_dict(variant.params)[k]
+        for k in ("fgsm", "membership_inference", "calibration", "boundary", "weights", "verdict")
+    }
     assert {k: block[k] for k in expected} == expected
     prose = text[: text.index(taskdoc.PARAMETERS_FENCE)]
     for path, value in _leaves(expected).items():
@@ -81,27 +88,47 @@ def test_task_md_states_every_parameter_of_the_variant(name: str, catalog: Catal
         assert shown in prose, f"{path} = {value} is not stated in the instructions"
 
 
-def test_task_md_names_the_files_the_label_and_the_report_path(catalog: Catalog, wdbc: Dataset) -> None:
+def test_task_md_names_the_files_the_label_and_the_report_path(
+    catalog: Catalog, wdbc: Dataset
+) -> None:
     text = taskdoc.render(catalog.get("wdbc-hard"), wdbc)
-    for needle in ("`model.pkl`", "`train.csv` (455 rows)", "`test.csv` (114 rows)", "column `label`", "Write `report.json`"):
+    for needle in (
+        "`model.pkl`",
+        "`train.csv` (455 rows)",
+        "`test.csv` (114 rows)",
+        "column `label`",
+        "Write `report.json`",
+    ):
         assert needle in text
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, catalog: Catalog) -> tuple[Path, dict[str, Any]]:
+def built(
+    tmp_path_factory: pytest.TempPathFactory, catalog: Catalog
+) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("build")
     cache = ReferenceCache(out / "cache")
     return out, build_workspace(catalog.get("wdbc-baseline"), out / "wdbc-baseline", cache=cache)
 
 
-def test_the_workspace_holds_exactly_what_the_agent_needs(built: tuple[Path, dict[str, Any]]) -> None:
+def test_the_workspace_holds_exactly_what_the_agent_needs(
+    built: tuple[Path, dict[str, Any]],
+) -> None:
     out, manifest = built
     workspace = out / "wdbc-baseline" / "workspace"
-    assert sorted(p.name for p in workspace.iterdir()) == ["model.pkl", "task.md", "test.csv", "train.csv"]
+    assert sorted(p.name for p in workspace.iterdir()) == [
+        "model.pkl",
+        "task.md",
+        "test.csv",
+        "train.csv",
+    ]
     assert not (workspace / "manifest.json").exists()
     import hashlib
 
-    assert hashlib.sha256((workspace / "model.pkl").read_bytes()).hexdigest() == manifest["artifact_sha256"]
+    assert (
+        hashlib.sha256((workspace / "model.pkl").read_bytes()).hexdigest()
+        == manifest["artifact_sha256"]
+    )
     assert manifest["reference"]["sps"] == 57.07
     assert read_manifest(out / "wdbc-baseline" / "grader" / "manifest.json") == json.loads(
         (out / "wdbc-baseline" / "grader" / "manifest.json").read_text()
@@ -120,10 +147,14 @@ def test_a_manifest_for_another_artifact_is_refused(built: tuple[Path, dict[str,
     moved = dict(manifest["libraries"], xgboost="0.1")
     with pytest.raises(ManifestError, match="library versions differ \\(xgboost 0.1 -> "):
         check_reference_matches(
-            dict(manifest, libraries=moved), Path("m.json"), "wdbc-baseline",
+            dict(manifest, libraries=moved),
+            Path("m.json"),
+            "wdbc-baseline",
             Ref("0" * 64, manifest["data_sha256"], manifest["libraries"]),
         )
-    with pytest.raises(ManifestError, match="built for variant 'wdbc-baseline', but --variant is 'wdbc-hard'"):
+    with pytest.raises(
+        ManifestError, match="built for variant 'wdbc-baseline', but --variant is 'wdbc-hard'"
+    ):
         check_reference_matches(manifest, Path("m.json"), "wdbc-hard", None)
 
 
@@ -144,8 +175,12 @@ def test_the_scripted_agent_reproduces_the_reference_from_the_workspace_alone(
     workspace = out / "wdbc-baseline" / "workspace"
     # A copy of the single-file agent, run from inside the workspace: it cannot reach the package.
     agent = tmp_path / "agent.py"
-    agent.write_text(Path(sys.modules["pytest_clinaudit"].__file__).with_name("scripted_agent.py").read_text())
-    subprocess.run([sys.executable, "-I", str(agent), "."], cwd=workspace, check=True, capture_output=True)
+    agent.write_text(
+        Path(sys.modules["pytest_clinaudit"].__file__).with_name("scripted_agent.py").read_text()
+    )
+    subprocess.run(
+        [sys.executable, "-I", str(agent), "."], cwd=workspace, check=True, capture_output=True
+    )
     report = json.loads((workspace / "report.json").read_text())
     (workspace / "report.json").unlink()
     reference = manifest["reference"]
