@@ -41,7 +41,7 @@ from pytest_clinaudit.batch_exec import (
     make_executor,
 )
 from pytest_clinaudit.batch_manifest import Row
-from pytest_clinaudit.grading import write_json_atomic
+from pytest_clinaudit.files import write_json_atomic
 from pytest_clinaudit.runner import grade_command
 from pytest_clinaudit.scoring import CATEGORIES, NONE
 

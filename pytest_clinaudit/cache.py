@@ -18,10 +18,11 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from pytest_clinaudit.files import write_json_atomic
 
 ENV_CACHE_DIR = "CLINAUDIT_CACHE_DIR"
 FORMAT = 1
@@ -82,24 +83,8 @@ class ReferenceCache:
         """Store ``value`` atomically; ``payload`` (what the key hashes) is kept for humans."""
         if self.directory is None:
             return
-        path = self._path(kind, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(
-            {"format": FORMAT, "key": key, "payload": payload, "value": value},
-            indent=1,
-            allow_nan=False,
-        )
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:12]}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        document = {"format": FORMAT, "key": key, "payload": payload, "value": value}
+        write_json_atomic(self._path(kind, key), document, durable=True)
 
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -142,13 +141,10 @@ def format_summary(title: str, report: dict[str, Any]) -> str:
 
 
 def _write_report(report: dict[str, Any], out: Path | None) -> None:
-    text = json.dumps(report, indent=2, allow_nan=False) + "\n"
-    if out is None:
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_name(f".{out.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, out)
+    from pytest_clinaudit.files import write_json_atomic
+
+    if out is not None:
+        write_json_atomic(out, report)
 
 
 def _context(args: argparse.Namespace, variant: Any) -> Any:

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import math
-import os
-import tempfile
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
@@ -30,6 +27,7 @@ from pytest_clinaudit import checks, scoring
 from pytest_clinaudit import submission as submissions
 from pytest_clinaudit.cache import ReferenceCache, default_cache_dir
 from pytest_clinaudit.catalog import Catalog, Variant, VariantError, default_catalog
+from pytest_clinaudit.files import write_json_atomic
 from pytest_clinaudit.options import OptionError
 from pytest_clinaudit.reference.params import COMPONENTS
 from pytest_clinaudit.scoring import CheckRecord, Grade
@@ -66,23 +64,6 @@ def _json_number(value: Any) -> float | None:
 
 def _text(value: float | None) -> str:
     return "none" if value is None else repr(value)
-
-
-def write_json_atomic(path: Path, document: Any) -> None:
-    """Write ``document`` to ``path`` so that readers see the old file or the whole new one."""
-    text = (
-        json.dumps(document, indent=2, allow_nan=False) + "\n"
-    )  # ensure_ascii: no lone surrogates
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 def write_error_score(path: Path | None, options: GradingOptions | None, message: str) -> None:

@@ -165,7 +165,7 @@ def _write_outputs(
     config: pytest.Config, grading: GradingSession, grade: Grade, session: pytest.Session
 ) -> None:
     """Suite properties into the JUnit XML (if any) and the score JSON (if asked for)."""
-    from pytest_clinaudit.grading import write_json_atomic
+    from pytest_clinaudit.files import write_json_atomic
 
     try:
         from _pytest.junitxml import xml_key

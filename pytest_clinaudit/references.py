@@ -186,6 +186,41 @@ def _reference_from_entry(name: str, entry: dict[str, Any], *, from_cache: bool)
     )
 
 
+def build_reference(
+    variant: Variant,
+    *,
+    cache: ReferenceCache,
+    context: LoadContext | None = None,
+    progress: Progress = _quiet,
+) -> tuple[Reference, Artifact, Dataset]:
+    """Build the variant's model, audit it (or read its audit from the cache), record the build.
+
+    Returns the reference with the artifact and data it was computed on, for
+    callers that hand them on (:func:`pytest_clinaudit.workspace.build_workspace`).
+    Recording the build lets later :func:`get_reference` calls skip building.
+    """
+    context = context or variant.context
+    libraries = library_versions()
+    build_payload = _build_payload(variant, context, libraries)
+    artifact, data = build_artifact(variant, context, progress=progress)
+    reference = audit_artifact(
+        variant.name,
+        artifact,
+        data,
+        variant.params,
+        cache=cache,
+        libraries=libraries,
+        progress=progress,
+    )
+    cache.put(
+        "builds",
+        cache_key(build_payload),
+        {"artifact_sha256": artifact.sha256, "data_sha256": data.sha256, "variant": variant.name},
+        payload=build_payload,
+    )
+    return reference, artifact, data
+
+
 def get_reference(
     variant: Variant,
     *,
@@ -202,8 +237,7 @@ def get_reference(
     cache = cache if cache is not None else ReferenceCache.default()
     context = context or variant.context
     libraries = library_versions()
-    build_payload = _build_payload(variant, context, libraries)
-    build_key = cache_key(build_payload)
+    build_key = cache_key(_build_payload(variant, context, libraries))
 
     def cached_reference() -> Reference | None:
         build = cache.get("builds", build_key)
@@ -226,24 +260,5 @@ def get_reference(
         found = cached_reference()  # another process may have finished meanwhile
         if found is not None:
             return found
-        artifact, data = build_artifact(variant, context, progress=progress)
-        reference = audit_artifact(
-            variant.name,
-            artifact,
-            data,
-            variant.params,
-            cache=cache,
-            libraries=libraries,
-            progress=progress,
-        )
-        cache.put(
-            "builds",
-            build_key,
-            {
-                "artifact_sha256": artifact.sha256,
-                "data_sha256": data.sha256,
-                "variant": variant.name,
-            },
-            payload=build_payload,
-        )
+        reference, _, _ = build_reference(variant, cache=cache, context=context, progress=progress)
     return reference

@@ -17,12 +17,12 @@ import dataclasses
 import datetime
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_clinaudit import __version__, taskdoc
 from pytest_clinaudit.cache import ReferenceCache
+from pytest_clinaudit.files import write_atomic, write_json_atomic
 from pytest_clinaudit.reference import SEMANTICS
 from pytest_clinaudit.reference.data import LoadContext, write_csvs
 from pytest_clinaudit.reference.params import as_dict
@@ -49,12 +49,6 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
-
-
 def build_workspace(
     variant: Variant,
     out: Path,
@@ -64,20 +58,12 @@ def build_workspace(
     progress: Progress = _quiet,
 ) -> dict[str, Any]:
     """Write the agent's workspace and the grader's manifest under ``out``; return the manifest."""
-    from pytest_clinaudit.references import audit_artifact, build_artifact, library_versions
+    from pytest_clinaudit.references import build_reference
 
     context = context or variant.context
     cache = cache if cache is not None else ReferenceCache.default()
-    artifact, data = build_artifact(variant, context, progress=progress)
-    libraries = library_versions()
-    reference = audit_artifact(
-        variant.name,
-        artifact,
-        data,
-        variant.params,
-        cache=cache,
-        libraries=libraries,
-        progress=progress,
+    reference, artifact, data = build_reference(
+        variant, cache=cache, context=context, progress=progress
     )
 
     workspace = out / WORKSPACE_DIR
@@ -85,9 +71,9 @@ def build_workspace(
     workspace.mkdir(parents=True, exist_ok=True)
     grader.mkdir(parents=True, exist_ok=True)
     progress(f"{variant.name}: writing the workspace to {workspace}")
-    _atomic_write(workspace / taskdoc.MODEL_NAME, artifact.data)
+    write_atomic(workspace / taskdoc.MODEL_NAME, artifact.data)
     write_csvs(data, workspace, train_name=taskdoc.TRAIN_NAME, test_name=taskdoc.TEST_NAME)
-    _atomic_write(workspace / "task.md", taskdoc.render(variant, data).encode("utf-8"))
+    write_atomic(workspace / "task.md", taskdoc.render(variant, data))
     stale = workspace / taskdoc.REPORT_NAME
     if stale.exists():
         stale.unlink()  # a report from an earlier run must not be graded as this one's
@@ -104,7 +90,7 @@ def build_workspace(
         "dataset": data.summary(),
         "recipe": dataclasses.asdict(variant.model),
         "params": as_dict(variant.params),
-        "libraries": libraries,
+        "libraries": reference.libraries,
         "files": {
             name: _sha256(workspace / name)
             for name in (taskdoc.MODEL_NAME, taskdoc.TRAIN_NAME, taskdoc.TEST_NAME, "task.md")
@@ -112,7 +98,7 @@ def build_workspace(
         "report_path": taskdoc.REPORT_NAME,
         "reference": reference.report,
     }
-    _atomic_write(grader / MANIFEST_NAME, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
+    write_json_atomic(grader / MANIFEST_NAME, manifest)
     return manifest
 
 

@@ -186,3 +186,15 @@ def test_the_scripted_agent_reproduces_the_reference_from_the_workspace_alone(
     reference = manifest["reference"]
     assert (report["sps"], report["verdict"]) == (reference["sps"], reference["verdict"])
     assert report["components"] == reference["components"]
+
+
+def test_building_a_workspace_warms_the_reference_cache_for_grading(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    from pytest_clinaudit.references import get_reference
+
+    cache = ReferenceCache(tmp_path / "cache")
+    manifest = build_workspace(catalog.get("wdbc-baseline"), tmp_path / "out", cache=cache)
+    reference = get_reference(catalog.get("wdbc-baseline"), cache=cache)
+    assert reference.from_cache
+    assert reference.artifact_sha256 == manifest["artifact_sha256"]
