@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,3 +41,20 @@ def cache_dir(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     directory = tmp_path / "cache"
     monkeypatch.setenv("CLINAUDIT_CACHE_DIR", str(directory))
     return directory
+
+
+@pytest.fixture(scope="session")
+def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A reference cache holding the WDBC references, computed once per test run
+    (shared by xdist workers behind a file lock)."""
+    from grading_helpers import warm_cache_dir
+
+    return warm_cache_dir(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def graded_batch(tmp_path_factory: pytest.TempPathFactory, warm_cache: Path) -> Any:
+    """The synthetic batch of runs, graded once by grade-many."""
+    from batch_helpers import graded_plan_once
+
+    return graded_plan_once(tmp_path_factory, warm_cache)

@@ -16,9 +16,7 @@ from batch_helpers import (
     UNGRADABLE_VARIANT,
     GradedBatch,
     Planned,
-    graded_plan_once,
 )
-from grading_helpers import warm_cache_dir
 
 from pytest_clinaudit.batch import (
     BatchOptions,
@@ -32,17 +30,6 @@ from pytest_clinaudit.batch_exec import ForkExecutor, Session, fork_available
 from pytest_clinaudit.batch_manifest import ManifestError, Row, read_manifest
 from pytest_clinaudit.cli import main
 from pytest_clinaudit.runner import grade
-
-
-@pytest.fixture(scope="session")
-def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return warm_cache_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def graded_batch(tmp_path_factory: pytest.TempPathFactory, warm_cache: Path) -> GradedBatch:
-    return graded_plan_once(tmp_path_factory, warm_cache)
-
 
 # ------------------------------------------------------------------ manifests
 

@@ -12,16 +12,10 @@ from grading_helpers import (
     grading_args,
     reference_report,
     summary_line,
-    warm_cache_dir,
     write_json,
 )
 
 EXAMPLE = REPO / "examples" / "grader_conftest.py"
-
-
-@pytest.fixture(scope="session")
-def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return warm_cache_dir(tmp_path_factory)
 
 
 @pytest.fixture

@@ -14,16 +14,10 @@ from grading_helpers import (
     reference,
     reference_report,
     summary_line,
-    warm_cache_dir,
     write_json,
 )
 
 from pytest_clinaudit import options
-
-
-@pytest.fixture(scope="session")
-def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return warm_cache_dir(tmp_path_factory)
 
 
 @pytest.fixture

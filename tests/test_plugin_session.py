@@ -18,7 +18,6 @@ from grading_helpers import (
     reference,
     reference_report,
     summary_line,
-    warm_cache_dir,
     write_json,
 )
 
@@ -52,11 +51,6 @@ PAPER_CASE = {
     },
     "verdict": "NOT RECOMMENDED",
 }
-
-
-@pytest.fixture(scope="session")
-def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return warm_cache_dir(tmp_path_factory)
 
 
 @pytest.fixture

@@ -6,12 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from grading_helpers import REPO, warm_cache_dir
-
-
-@pytest.fixture(scope="session")
-def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return warm_cache_dir(tmp_path_factory)
+from grading_helpers import REPO
 
 
 def test_a_grading_session_imports_hypothesis_and_its_checks_without_assertion_rewriting(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from grading_helpers import catalog, published_scorer, reference, reference_report, warm_cache_dir
+from grading_helpers import catalog, published_scorer, reference, reference_report
 
 from pytest_clinaudit import checks, scoring
 from pytest_clinaudit import submission as submissions
@@ -17,11 +17,6 @@ from pytest_clinaudit.reference.params import COMPONENTS
 from pytest_clinaudit.scoring import CheckRecord, Grade
 
 BASELINE = "wdbc-baseline"
-
-
-@pytest.fixture(scope="session")
-def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return warm_cache_dir(tmp_path_factory)
 
 
 def grade_file(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from grading_helpers import catalog, published_score_of_bytes, reference, warm_cache_dir
+from grading_helpers import catalog, published_score_of_bytes, reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,11 +22,6 @@ from pytest_clinaudit.scoring import CATEGORIES, Grade
 VARIANT = "wdbc-baseline"
 PROFILES = ("strict", "metr")
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@pytest.fixture(scope="session")
-def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return warm_cache_dir(tmp_path_factory)
 
 
 def _grading(data: bytes, cache: Path, profile: str, variant: str = VARIANT) -> Grading:

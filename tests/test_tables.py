@@ -22,23 +22,11 @@ from batch_helpers import (
     COMPONENTS,
     GradedBatch,
     Planned,
-    graded_plan_once,
 )
-from grading_helpers import reference_report, warm_cache_dir
+from grading_helpers import reference_report
 
 from pytest_clinaudit.cli import main
 from pytest_clinaudit.tables import ReportError, build_report
-
-
-@pytest.fixture(scope="session")
-def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return warm_cache_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def graded_batch(tmp_path_factory: pytest.TempPathFactory, warm_cache: Path) -> GradedBatch:
-    return graded_plan_once(tmp_path_factory, warm_cache)
-
 
 CATEGORIES = (
     "none",
