@@ -288,8 +288,14 @@ def _relative_to_ini(config: pytest.Config, value: Path) -> Path:
 
 
 def _absolute(config: pytest.Config, value: Path) -> Path:
-    """Relative command-line paths start where pytest was invoked (xdist workers share it)."""
-    return value if value.is_absolute() else config.invocation_params.dir / value
+    """Relative command-line paths start where pytest was invoked (xdist workers share it).
+
+    The directories above the file are resolved, so messages name
+    ``/runs/report.json`` rather than ``/work/../runs/report.json``; the file
+    itself is not, so a symlinked submission is still seen as one.
+    """
+    path = value if value.is_absolute() else config.invocation_params.dir / value
+    return path.parent.resolve() / path.name if path.name not in ("", ".", "..") else path
 
 
 def resolve(config: pytest.Config) -> GradingOptions | None:

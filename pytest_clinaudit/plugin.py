@@ -56,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if resolved is None:
             return
         _stop_rewriting_libraries(config)
+        _show_node_ids_as_they_are(config)
         from pytest_clinaudit.grading import GradingSession
 
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -97,6 +98,20 @@ def _stop_rewriting_libraries(config: pytest.Config) -> None:
     marked = getattr(hook, "_must_rewrite", None)
     if isinstance(marked, set):
         marked.difference_update({name for name in marked if name.startswith(_NOT_REWRITTEN)})
+
+
+def _show_node_ids_as_they_are(config: pytest.Config) -> None:
+    """Show ``wdbc-hard::sps`` as that, wherever pytest was invoked from.
+
+    The terminal shows node ids relative to the working directory, reading their
+    first part as a path under rootdir. A check's id names no file, and pytest
+    guesses rootdir from path-like arguments before plugins load, so
+    ``--submission ../runs/report.json`` made rootdir the common parent and the
+    terminal printed ``../wdbc-hard::sps``. Every item of a grading session is a
+    check, so the translation is switched off for the session; JUnit XML and the
+    score JSON never used it.
+    """
+    config.cwd_relative_nodeid = lambda nodeid: nodeid  # type: ignore[method-assign]
 
 
 def _write_error_score(config: pytest.Config, resolved: Any, message: str) -> None:

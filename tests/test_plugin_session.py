@@ -203,6 +203,24 @@ def test_verbose_output_lists_every_check_with_its_kind_weight_and_credit(
     )
 
 
+def test_a_submission_beside_the_working_directory_keeps_plain_ids_and_paths(
+    pytester: pytest.Pytester, warm_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--submission ../runs/x.json`` (two tokens) moves pytest's rootdir to the common parent."""
+    write_json(pytester.mkdir("runs") / "empty.json", {})
+    monkeypatch.chdir(pytester.mkdir("work"))
+    args = grading_args(Path("..", "runs", "empty.json"), "baseline", warm_cache, "-v", "-rf")
+    result = pytester.runpytest(*args)
+    result.stdout.fnmatch_lines(
+        [
+            "wdbc-baseline::json-object FAILED*",
+            f"{pytester.path / 'runs' / 'empty.json'} holds an empty JSON object*",
+            "FAILED wdbc-baseline::json-object - *",
+        ]
+    )
+    assert "../" not in result.stdout.str()
+
+
 def _junit(path: Path) -> tuple[dict[str, str], list[tuple[Any, ...]]]:
     root = ET.parse(path).getroot()
     suite = root if root.tag == "testsuite" else root.find("testsuite")
