@@ -16,13 +16,20 @@ A row that cannot be graded (a usage error such as an unknown variant, a
 crash, a timeout) is recorded in ``errors.jsonl`` and in the summary, and the
 batch goes on. ``runs.jsonl`` indexes every row; ``summary.json`` holds the
 counts. Exit status: 0 when every row was graded (whatever its score), 1 when
-any row could not be graded.
+any row could not be graded, 130 when the batch was interrupted.
+
+Nothing graded is lost: ``runs.jsonl`` is appended as each row finishes, and
+rewritten in manifest order at the end. Ctrl-C stops starting sessions, lets
+the running ones end, and writes the records. ``--resume`` then grades only
+the rows that an earlier run of the same batch did not grade, or whose
+submission, metadata, profile or reference changed since (:func:`earlier_results`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -41,7 +48,7 @@ from pytest_clinaudit.batch_exec import (
     make_executor,
 )
 from pytest_clinaudit.batch_manifest import Row
-from pytest_clinaudit.files import write_json_atomic
+from pytest_clinaudit.files import write_atomic, write_json_atomic
 from pytest_clinaudit.runner import grade_command
 from pytest_clinaudit.scoring import CATEGORIES, NONE
 
@@ -52,6 +59,8 @@ RUNS_FILE = "runs.jsonl"
 SUMMARY_FILE = "summary.json"
 EXIT_ALL_GRADED = 0
 EXIT_SOME_NOT_GRADED = 1
+EXIT_INTERRUPTED = 130
+INTERRUPTED = "not graded: the batch was interrupted before this row"
 DEFAULT_TIMEOUT = 600.0
 """Seconds one session may take; a warm session takes about one."""
 
@@ -99,6 +108,8 @@ class RowResult:
     """Why the row was not graded; empty when it was."""
     output: str = ""
     """The tail of the session's output, kept when the row was not graded."""
+    resumed: bool = False
+    """Graded by an earlier run of the batch (``--resume``), not by this one."""
 
     @property
     def graded(self) -> bool:
@@ -120,6 +131,7 @@ class RowResult:
             "seconds": round(self.seconds, 3),
             "junit_xml": self.junit_xml.name if self.graded else None,
             "score_json": self.score_json.name if self.score_json.exists() else None,
+            "resumed": self.resumed,
         }
         if not self.graded:
             document["error"] = self.error
@@ -136,6 +148,8 @@ class BatchResult:
     executor: str
     profile: str
     warnings: list[str] = dataclasses.field(default_factory=list)
+    interrupted: bool = False
+    """Ctrl-C stopped the batch: rows it did not reach are not graded (:data:`INTERRUPTED`)."""
 
     @property
     def graded(self) -> list[RowResult]:
@@ -157,7 +171,13 @@ class BatchResult:
         return {name: counts.get(name, 0) for name in (NONE, *CATEGORIES)}
 
     @property
+    def resumed(self) -> list[RowResult]:
+        return [r for r in self.rows if r.resumed]
+
+    @property
     def exit_status(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
         return EXIT_SOME_NOT_GRADED if self.failed else EXIT_ALL_GRADED
 
     def summary(self) -> dict[str, Any]:
@@ -165,6 +185,8 @@ class BatchResult:
             "rows": len(self.rows),
             "graded": len(self.graded),
             "not_graded": len(self.failed),
+            "resumed": len(self.resumed),
+            "interrupted": self.interrupted,
             "mean_score": self.mean_score,
             "categories": self.categories,
             "profile": self.profile,
@@ -181,12 +203,12 @@ class BatchResult:
 
 def session_args(row: Row, options: BatchOptions, cache_dir: Path) -> tuple[str, ...]:
     """pytest's arguments for grading ``row``: :func:`grade_command` without the interpreter."""
-    out = options.out
+    junit_xml, score_json = _outputs(options.out, row)
     command = grade_command(
         row.submission,
         row.variant,
-        score_json=out / f"{row.name}{SCORE_SUFFIX}",
-        junit_xml=out / f"{row.name}{JUNIT_SUFFIX}",
+        score_json=score_json,
+        junit_xml=junit_xml,
         profile=options.profile,
         cache_dir=cache_dir,
         variants_dirs=options.variants_dirs,
@@ -199,10 +221,14 @@ def session_args(row: Row, options: BatchOptions, cache_dir: Path) -> tuple[str,
     return tuple(command[3:])
 
 
+def _outputs(out: Path, row: Row) -> tuple[Path, Path]:
+    """``row``'s JUnit XML and score JSON in ``out``."""
+    return out / f"{row.name}{JUNIT_SUFFIX}", out / f"{row.name}{SCORE_SUFFIX}"
+
+
 def _result(row: Row, options: BatchOptions, finished: Finished) -> RowResult:
     """Read what the session left behind: a score, or the reason there is none."""
-    junit = options.out / f"{row.name}{JUNIT_SUFFIX}"
-    score_json = options.out / f"{row.name}{SCORE_SUFFIX}"
+    junit, score_json = _outputs(options.out, row)
     output = finished.output.strip()
     document: dict[str, Any] | None = None
     try:
@@ -247,13 +273,24 @@ def _result(row: Row, options: BatchOptions, finished: Finished) -> RowResult:
     )
 
 
+ReferenceKey = tuple[str, str, float, tuple[tuple[str, float], ...]]
+"""What identifies a reference in a score JSON: artifact and data hashes, SPS, components."""
+
+
+def _reference_key(
+    artifact_sha256: str, data_sha256: str, sps: float, components: dict[str, float]
+) -> ReferenceKey:
+    return (artifact_sha256, data_sha256, float(sps), tuple(sorted(components.items())))
+
+
 def warm_references(
     rows: Sequence[Row], options: BatchOptions, cache_dir: Path, say: Say
-) -> list[str]:
+) -> tuple[list[str], dict[str, ReferenceKey]]:
     """Fetch each distinct variant's reference into the cache once, before any session.
 
-    Returns warnings for variants that could not be fetched; their rows are still
-    graded, so that each gets the grading session's own error message.
+    Returns warnings for variants that could not be fetched (their rows are still
+    graded, so that each gets the grading session's own error message), and the
+    key of each reference fetched, by the variant name or alias the rows use.
     """
     from pytest_clinaudit.cache import ReferenceCache
     from pytest_clinaudit.catalog import VariantError, default_catalog
@@ -262,21 +299,25 @@ def warm_references(
     from pytest_clinaudit.references import get_reference
 
     warnings: list[str] = []
+    keys: dict[str, ReferenceKey] = {}
     try:
         catalog = default_catalog(options.variants_dirs)
     except VariantError as exc:
-        return [f"cannot load the variants: {exc}"]
+        return [f"cannot load the variants: {exc}"], keys
     cache = ReferenceCache(cache_dir)
-    seen: set[str] = set()
+    fetched: dict[str, ReferenceKey | None] = {}
     for name in dict.fromkeys(row.variant for row in rows):
         try:
             variant = catalog.get(name)
         except VariantError as exc:
             warnings.append(f"variant {name!r}: {exc}")
             continue
-        if variant.name in seen:  # an alias of a variant already fetched
+        if variant.name in fetched:  # an alias of a variant already fetched
+            key = fetched[variant.name]
+            if key is not None:
+                keys[name] = key
             continue
-        seen.add(variant.name)
+        fetched[variant.name] = None
         context = LoadContext(
             base_dir=variant.path.parent, mimic_dir=resolve_mimic_dir(options.mimic_dir)
         )
@@ -293,7 +334,112 @@ def warm_references(
             f"reference {variant.name}: SPS {reference.sps:.2f}, {state} "
             f"({time.perf_counter() - start:.1f} s)"
         )
-    return warnings
+        fetched[variant.name] = keys[name] = _reference_key(
+            reference.artifact_sha256, reference.data_sha256, reference.sps, reference.components
+        )
+    return warnings, keys
+
+
+# ------------------------------------------------------------------ resuming
+
+
+def read_runs(out: Path) -> dict[str, dict[str, Any]]:
+    """The records of ``out/runs.jsonl`` by row name, the last one of each name winning.
+
+    Lines that are not JSON objects (a line cut short when a batch was killed) are
+    skipped; a missing file is no records.
+    """
+    try:
+        text = (out / RUNS_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    records: dict[str, dict[str, Any]] = {}
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("name"), str):
+            records[record["name"]] = record
+    return records
+
+
+def _file_sha256(path: Path) -> str | None:
+    """The sha256 a grading session records for ``path``; ``None`` for no regular file."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def earlier_results(
+    rows: Sequence[Row],
+    options: BatchOptions,
+    references: dict[str, ReferenceKey],
+) -> dict[int, RowResult]:
+    """The rows an earlier run of this batch graded that need no new session, by manifest line.
+
+    A row is kept only when all of this holds: ``runs.jsonl`` says it was graded,
+    with the same submission path, variant and metadata as now; its JUnit XML and
+    score JSON are there, and the score JSON agrees on the score, the profile and
+    the metadata; its reference is the one this run fetched (same artifact, data,
+    SPS and components); and the submission file has the same sha256, or was and
+    still is missing. Anything else is graded again.
+    """
+    records = read_runs(options.out)
+    kept: dict[int, RowResult] = {}
+    for row in rows:
+        record = records.get(row.name)
+        if record is None or record.get("graded") is not True:
+            continue
+        if (record.get("submission"), record.get("variant"), record.get("meta")) != (
+            str(row.submission),
+            row.variant,
+            dict(row.meta),
+        ):
+            continue
+        junit, score_json = _outputs(options.out, row)
+        try:
+            document = json.loads(score_json.read_text(encoding="utf-8"))
+            reference, submission = document["reference"], document["submission"]
+            recorded_sha = submission["sha256"]
+            unchanged_file = (
+                recorded_sha == _file_sha256(row.submission)
+                if recorded_sha is not None
+                else submission["status"] == "missing" and not os.path.lexists(row.submission)
+            )
+            fresh = (
+                unchanged_file
+                and junit.is_file()
+                and document["score"] == record["score"]
+                and document["profile"] == options.profile
+                and document["meta"] == dict(row.meta)
+                and references.get(row.variant)
+                == _reference_key(
+                    reference["artifact_sha256"],
+                    reference["data_sha256"],
+                    reference["sps"],
+                    reference["components"],
+                )
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if fresh:
+            raw = record.get("raw_score")
+            kept[row.line] = RowResult(
+                row,
+                junit,
+                score_json,
+                float(record.get("seconds") or 0.0),
+                score=float(record["score"]),
+                raw_score=None if raw is None else float(raw),
+                category=str(record.get("category")),
+                exit_status=record.get("exit_status"),
+                resumed=True,
+            )
+    return kept
 
 
 def grade_rows(
@@ -302,20 +448,29 @@ def grade_rows(
     *,
     say: Say | None = None,
     progress: ProgressBar | None = None,
+    resume: bool = False,
 ) -> BatchResult:
     """Grade every row, ``options.jobs`` sessions at a time; never raises for a bad row.
+
+    Each finished row is appended to ``runs.jsonl`` at once, so that a batch
+    killed half-way keeps what it graded. Ctrl-C (:class:`KeyboardInterrupt`)
+    starts no further session, waits for the running ones and returns a result
+    marked ``interrupted``.
 
     Parameters
     ----------
     rows
         From :func:`pytest_clinaudit.batch_manifest.read_manifest`.
     options
-        The output directory must exist; outputs of earlier runs of the same rows
-        are replaced.
+        The output directory must exist; outputs of earlier runs of the rows
+        graded now are replaced.
     say
-        Receives progress messages (reference fetching); default: nothing.
+        Receives progress messages (reference fetching, resuming); default: nothing.
     progress
-        Updated after each row.
+        Updated after each row graded now.
+    resume
+        Keep the rows an earlier run graded (:func:`earlier_results`) and grade
+        only the others.
     """
     from pytest_clinaudit.cache import default_cache_dir
 
@@ -323,44 +478,74 @@ def grade_rows(
     cache_dir = (options.cache_dir or default_cache_dir()).absolute()
     options = dataclasses.replace(options, out=options.out.absolute())
     start = time.perf_counter()
-    warnings = warm_references(rows, options, cache_dir, say) if options.warm else []
+    warnings, references = (
+        warm_references(rows, options, cache_dir, say) if options.warm else ([], {})
+    )
     for warning in warnings:
         say(f"warning: {warning}; its rows will not be graded")
-    for row in rows:  # a row's old outputs must not survive a failure to grade it now
-        for suffix in (JUNIT_SUFFIX, SCORE_SUFFIX):
-            (options.out / f"{row.name}{suffix}").unlink(missing_ok=True)
-    jobs = max(1, min(options.jobs, len(rows)))
-    executor: Executor = make_executor(options.executor, jobs)
-    results: dict[int, RowResult] = {}
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+    results = earlier_results(rows, options, references) if resume else {}
+    if resume:
+        say(f"resuming: {len(results)} of {len(rows)} row(s) already graded in {options.out}")
+    todo = [row for row in rows if row.line not in results]
+    if progress is not None:
+        progress.total = len(todo)
+    for row in todo:  # a row's old outputs must not survive a failure to grade it now
+        for path in _outputs(options.out, row):
+            path.unlink(missing_ok=True)
+    jobs = max(1, min(options.jobs, len(todo)))
+    interrupted = False
+    executor: Executor | None = make_executor(options.executor, jobs) if todo else None
+    with open(options.out / RUNS_FILE, "a" if resume else "w", encoding="utf-8") as journal:
 
-            def grade_one(row: Row) -> RowResult:
-                session = Session(session_args(row, options, cache_dir), options.timeout)
-                return _result(row, options, executor.run(session))
+        def finished(result: RowResult) -> None:
+            results[result.row.line] = result
+            journal.write(json.dumps(result.record(), allow_nan=False) + "\n")
+            journal.flush()
+            if progress is not None:
+                progress.update(result)
 
-            futures = {pool.submit(grade_one, row): row for row in rows}
-            try:
-                for future in concurrent.futures.as_completed(futures):
-                    result = future.result()
-                    results[result.row.line] = result
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+
+                def grade_one(row: Row) -> RowResult:
+                    assert executor is not None
+                    session = Session(session_args(row, options, cache_dir), options.timeout)
+                    return _result(row, options, executor.run(session))
+
+                futures = [pool.submit(grade_one, row) for row in todo]
+                try:
+                    for future in concurrent.futures.as_completed(futures):
+                        finished(future.result())
+                except KeyboardInterrupt:
+                    interrupted = True
+                    for future in futures:
+                        future.cancel()
                     if progress is not None:
-                        progress.update(result)
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
-    finally:
-        executor.close()
-        if progress is not None:
-            progress.finish()
+                        progress.finish()
+                    say("interrupted: starting no more sessions; waiting for the running ones")
+                    for future in futures:
+                        if not future.cancelled() and future.result().row.line not in results:
+                            finished(future.result())
+                except BaseException:
+                    for future in futures:
+                        future.cancel()
+                    raise
+        finally:
+            if executor is not None:
+                executor.close()
+            if progress is not None:
+                progress.finish()
+    for row in rows:
+        if row.line not in results:  # never started: Ctrl-C came first
+            results[row.line] = RowResult(row, *_outputs(options.out, row), 0.0, error=INTERRUPTED)
     return BatchResult(
         rows=[results[row.line] for row in rows],
         seconds=time.perf_counter() - start,
         jobs=jobs,
-        executor=executor.name,
+        executor="none" if executor is None else executor.name,
         profile=options.profile,
         warnings=warnings,
+        interrupted=interrupted,
     )
 
 
@@ -383,23 +568,40 @@ def _earlier_outputs(out: Path) -> list[Path]:
     )
 
 
-def prepare_out_dir(out: Path, *, force: bool) -> None:
-    """Create ``out``; refuse to mix with an earlier batch's outputs unless ``force``.
+def prepare_out_dir(
+    out: Path, *, force: bool, resume: bool = False, rows: Sequence[Row] = ()
+) -> None:
+    """Create ``out``; refuse to mix with an earlier batch's outputs unless ``force`` or ``resume``.
 
     With ``force`` only files this command writes are removed (``*.junit.xml``,
-    ``*.score.json``, ``runs.jsonl``, ``errors.jsonl``, ``summary.json``).
+    ``*.score.json``, ``runs.jsonl``, ``errors.jsonl``, ``summary.json``). With
+    ``resume`` they are kept, provided every one of them belongs to one of ``rows``.
 
     Raises
     ------
     OutputDirError
-        ``out`` holds an earlier batch: `clinaudit report` would mix the two.
+        ``out`` holds an earlier batch (with ``resume``: a different one):
+        `clinaudit report` would mix the two.
     """
     earlier = _earlier_outputs(out)
-    if earlier and not force:
+    if resume:
+        ours = {ERRORS_FILE, RUNS_FILE, SUMMARY_FILE}
+        ours.update(path.name for row in rows for path in _outputs(out, row))
+        strangers = [path for path in earlier if path.name not in ours]
+        if strangers:
+            raise OutputDirError(
+                f"cannot resume: {out} holds {len(strangers)} output file(s) of rows that are "
+                f"not in this manifest (e.g. {strangers[0].name}), so it is another batch. "
+                "Choose another --out directory, or pass --force instead of --resume to "
+                "start over"
+            )
+        earlier = []
+    elif earlier and not force:
         raise OutputDirError(
             f"{out} already holds {len(earlier)} output file(s) of an earlier batch (e.g. "
             f"{earlier[0].name}); `clinaudit report` would mix both batches. Choose another "
-            "--out directory, or pass --force to delete those files first"
+            "--out directory, pass --resume to finish that batch, or pass --force to delete "
+            "those files first"
         )
     for path in earlier:
         path.unlink()
@@ -412,16 +614,19 @@ def write_records(result: BatchResult, out: Path) -> None:
     def lines(documents: Iterable[dict[str, Any]]) -> str:
         return "".join(json.dumps(d, allow_nan=False) + "\n" for d in documents)
 
-    (out / RUNS_FILE).write_text(lines(r.record() for r in result.rows), encoding="utf-8")
-    (out / ERRORS_FILE).write_text(
-        lines({**r.record(), "output": r.output} for r in result.failed), encoding="utf-8"
+    # runs.jsonl replaces the journal grade_rows appended to: whole or not at all.
+    write_atomic(out / RUNS_FILE, lines(r.record() for r in result.rows))
+    write_atomic(
+        out / ERRORS_FILE, lines({**r.record(), "output": r.output} for r in result.failed)
     )
     write_json_atomic(out / SUMMARY_FILE, result.summary())
 
 
 def format_summary(result: BatchResult, out: Path, manifest: Path | None = None) -> str:
     """The final summary: counts, mean score, categories, rows not graded."""
-    rate = len(result.rows) / result.seconds if result.seconds > 0 else float("inf")
+    not_reached = [r for r in result.failed if r.error == INTERRUPTED]
+    ran = len(result.rows) - len(result.resumed) - len(not_reached)
+    rate = ran / result.seconds if result.seconds > 0 else float("inf")
     source = f" from {manifest}" if manifest is not None else ""
     lines = [
         f"clinaudit grade-many: {len(result.rows)} submission(s){source}: "
@@ -429,6 +634,8 @@ def format_summary(result: BatchResult, out: Path, manifest: Path | None = None)
         f"{result.seconds:.1f} s ({rate:.2f} per second, -j {result.jobs}, "
         f"{result.executor} executor)",
     ]
+    if result.resumed:
+        lines.append(f"{len(result.resumed)} of them graded by an earlier run (--resume)")
     mean = result.mean_score
     if mean is not None:
         lines.append(
@@ -437,9 +644,10 @@ def format_summary(result: BatchResult, out: Path, manifest: Path | None = None)
         )
     lines.append(f"{'category':<15} submissions")
     lines += [f"{name:<15} {count:>11}" for name, count in result.categories.items()]
-    if result.failed:
+    failed = [r for r in result.failed if r.error != INTERRUPTED]
+    if failed:
         lines.append(f"not graded (details and pytest output in {out / ERRORS_FILE}):")
-        for row in result.failed:
+        for row in failed:
             first = row.error.strip().splitlines()[0] if row.error.strip() else "unknown error"
             shown = first if len(first) <= 200 else first[:197] + "..."
             lines.append(f"  {row.row.describe()}: {shown}")
@@ -447,6 +655,12 @@ def format_summary(result: BatchResult, out: Path, manifest: Path | None = None)
         f"per submission: <name>{JUNIT_SUFFIX} and <name>{SCORE_SUFFIX} in {out}; "
         f"tables and plots: clinaudit report {out}"
     )
+    if result.interrupted:
+        lines.append(
+            f"INTERRUPTED: {len(result.failed)} row(s) not graded ({len(not_reached)} not "
+            "started). Every graded row is kept; run the same command with --resume to grade "
+            "only the others"
+        )
     return "\n".join(lines)
 
 
@@ -465,6 +679,7 @@ class ProgressBar:
         self.done = 0
         self.failed = 0
         self.start = time.perf_counter()
+        self._line_open = False
 
     def update(self, result: RowResult) -> None:
         self.done += 1
@@ -479,6 +694,7 @@ class ProgressBar:
                 f"\rgrading [{'#' * filled}{'.' * (self.WIDTH - filled)}] "
                 f"{self.done}/{self.total}  {rate:.1f}/s  ETA {eta:.0f} s{failed}   "
             )
+            self._line_open = True
         else:
             width = len(str(self.total))
             if result.graded:
@@ -491,6 +707,8 @@ class ProgressBar:
         self.stream.flush()
 
     def finish(self) -> None:
-        if self.tty and self.done:
+        """End the bar's line (if one is drawn), so that other messages start on their own."""
+        if self._line_open:
             self.stream.write("\n")
             self.stream.flush()
+            self._line_open = False

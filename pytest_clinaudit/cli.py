@@ -319,7 +319,7 @@ def _cmd_grade_many(args: argparse.Namespace) -> int:
         ]:
             if directory is not None and not directory.is_dir():
                 raise CLIError(f"{flag} {directory}: not a directory")
-        prepare_out_dir(args.out, force=args.force)
+        prepare_out_dir(args.out, force=args.force, resume=args.resume, rows=rows)
     except (ManifestError, OutputDirError, CLIError) as exc:
         print(f"clinaudit grade-many: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -338,7 +338,7 @@ def _cmd_grade_many(args: argparse.Namespace) -> int:
     )
     say = (lambda _m: None) if args.quiet else (lambda m: print(f"clinaudit: {m}", file=sys.stderr))
     progress = None if args.quiet else ProgressBar(len(rows))
-    result = grade_rows(rows, options, say=say, progress=progress)
+    result = grade_rows(rows, options, say=say, progress=progress, resume=args.resume)
     write_records(result, args.out)
     print(format_summary(result, args.out, args.manifest))
     return result.exit_status
@@ -373,7 +373,8 @@ def _add_batch_commands(sub: Any) -> None:
         "metadata such as agent, run, tokens, turns) in its own pytest session, -j at a time. "
         "Each row writes <name>.junit.xml and <name>.score.json into --out; rows that cannot be "
         "graded go to errors.jsonl. Exit status 0 if every row was graded, 1 if some could not "
-        "be, 2 for a bad manifest or option. See docs/batch.md.",
+        "be, 2 for a bad manifest or option, 130 if interrupted (every graded row is kept; "
+        "--resume finishes the batch). See docs/batch.md.",
     )
     grade_many.add_argument("manifest", type=Path, metavar="MANIFEST", help=".jsonl or .csv")
     grade_many.add_argument(
@@ -430,10 +431,17 @@ def _add_batch_commands(sub: Any) -> None:
         metavar="SECONDS",
         help="time limit of one session (default 600)",
     )
-    grade_many.add_argument(
+    earlier = grade_many.add_mutually_exclusive_group()
+    earlier.add_argument(
         "--force",
         action="store_true",
         help="delete an earlier batch's outputs in --out first",
+    )
+    earlier.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish an interrupted batch in --out: keep the rows it graded (same submission, "
+        "metadata, profile and reference) and grade the others",
     )
     grade_many.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     grade_many.set_defaults(handler=_cmd_grade_many)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import concurrent.futures
 import io
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -17,13 +20,17 @@ from batch_helpers import (
     GradedBatch,
     Planned,
 )
+from grading_helpers import reference, reference_report, write_json
 
 from pytest_clinaudit.batch import (
+    INTERRUPTED,
     BatchOptions,
     BatchResult,
     ProgressBar,
     RowResult,
+    earlier_results,
     grade_rows,
+    read_runs,
     session_args,
 )
 from pytest_clinaudit.batch_exec import ForkExecutor, Session, fork_available
@@ -554,3 +561,199 @@ def test_the_profile_flag_reaches_every_session(graded_batch: GradedBatch, tmp_p
         (pytest.approx(0.4), pytest.approx(0.4), "tolerance"),
         (0.0, None, "no-submission"),
     ]
+
+
+# ------------------------------------------------------ interrupting and resuming
+
+
+def _hard_manifest(directory: Path, cache: Path, runs: int) -> Path:
+    """``runs`` rows of wdbc-hard, each with its own copy of the reference report."""
+    report = {k: v for k, v in reference_report(cache, "wdbc-hard").items() if k != "details"}
+    lines = []
+    for run in range(runs):
+        write_json(directory / f"run{run}.json", report)
+        lines.append(
+            {"submission": f"run{run}.json", "variant": "wdbc-hard", "agent": "a", "run": run}
+        )
+    manifest = directory / "m.jsonl"
+    manifest.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return manifest
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+
+
+def _restore_sigint() -> None:
+    # A background process may inherit an ignored SIGINT; Ctrl-C must reach this one.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _start_batch(argv: list[str], out: Path) -> subprocess.Popen[str]:
+    """``clinaudit`` with ``argv`` in its own process group, once it has graded a row."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest_clinaudit.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=_restore_sigint,
+    )
+    deadline = time.monotonic() + 120
+    while not (out / "runs.jsonl").is_file() or not (out / "runs.jsonl").read_text():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no row graded within 120 s"
+        time.sleep(0.02)
+    return process
+
+
+def _batch_argv(manifest: Path, out: Path, cache: Path) -> list[str]:
+    return ["grade-many", str(manifest), "--out", str(out), "-j", "1", "--cache-dir", str(cache)]
+
+
+def test_ctrl_c_keeps_every_graded_row_and_resume_grades_only_the_others(
+    warm_cache: Path, tmp_path: Path
+) -> None:
+    manifest = _hard_manifest(tmp_path, warm_cache, runs=12)
+    out = tmp_path / "out"
+    argv = _batch_argv(manifest, out, warm_cache)
+    process = _start_batch(argv, out)
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the batch and its running session
+    stdout, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 130, stderr
+    assert "interrupted: starting no more sessions; waiting for the running ones" in stderr
+    records = _records(out)
+    assert [r["line"] for r in records] == list(range(1, 13))
+    graded = [r for r in records if r["graded"]]
+    not_started = [r for r in records if r.get("error") == INTERRUPTED]
+    assert graded
+    assert not_started
+    assert len(graded) + len(not_started) >= 11  # at most one session was cut short
+    for record in graded:
+        assert record["score"] == 1.0
+        assert (out / record["junit_xml"]).is_file()
+        assert (out / record["score_json"]).is_file()
+    for record in not_started:
+        assert (record["junit_xml"], record["score_json"]) == (None, None)
+    errors = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
+    assert [e["line"] for e in errors] == [r["line"] for r in records if not r["graded"]]
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["interrupted"], summary["exit_status"]) == (True, 130)
+    assert (
+        f"INTERRUPTED: {12 - len(graded)} row(s) not graded ({len(not_started)} not started)"
+        in stdout
+    )
+
+    kept = {r["score_json"]: (out / r["score_json"]).read_bytes() for r in graded}
+    assert main([*argv, "-q", "--resume"]) == 0
+    records = _records(out)
+    assert all(r["graded"] and r["score"] == 1.0 for r in records)
+    assert [r["line"] for r in records if r["resumed"]] == [r["line"] for r in graded]
+    assert {name: (out / name).read_bytes() for name in kept} == kept  # not graded again
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["graded"], summary["resumed"], summary["exit_status"]) == (12, len(graded), 0)
+    assert (out / "errors.jsonl").read_text() == ""
+
+
+def test_a_killed_batch_keeps_the_rows_it_graded_for_resume(
+    warm_cache: Path, tmp_path: Path
+) -> None:
+    manifest = _hard_manifest(tmp_path, warm_cache, runs=12)
+    out = tmp_path / "out"
+    argv = _batch_argv(manifest, out, warm_cache)
+    process = _start_batch(argv, out)
+    os.killpg(process.pid, signal.SIGKILL)  # no clean-up at all, workers and sessions included
+    process.communicate(timeout=120)
+    journal = read_runs(out)
+    graded = sorted(name for name, record in journal.items() if record["graded"])
+    assert graded
+    assert len(graded) < 12
+    assert not (out / "summary.json").exists()
+
+    assert main([*argv, "-q", "--resume"]) == 0
+    records = _records(out)
+    assert sorted(r["name"] for r in records if r["resumed"]) == graded
+    assert [(r["graded"], r["score"]) for r in records] == [(True, 1.0)] * 12
+
+
+def test_resume_grades_again_every_row_whose_submission_metadata_or_profile_changed(
+    warm_cache: Path, tmp_path: Path
+) -> None:
+    manifest = _hard_manifest(tmp_path, warm_cache, runs=4)
+    out = tmp_path / "out"
+    argv = ["grade-many", str(manifest), "--out", str(out), "-q", "--cache-dir", str(warm_cache)]
+    assert main(argv) == 0
+    assert main([*argv, "--resume"]) == 0
+    assert all(r["resumed"] for r in _records(out))  # nothing changed: no session at all
+
+    write_json(tmp_path / "run0.json", {"sps": 1})  # a new report under the same name
+    (tmp_path / "run1.json").unlink()  # a report gone
+    lines = manifest.read_text().splitlines()
+    lines[2] = json.dumps({**json.loads(lines[2]), "tokens": 99})  # new metadata
+    manifest.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main([*argv, "--resume"]) == 0
+    records = _records(out)
+    assert [r["resumed"] for r in records] == [False, False, False, True]
+    assert [(r["score"], r["category"]) for r in records] == [
+        (0.0, "schema"),
+        (0.0, "no-submission"),
+        (1.0, "none"),
+        (1.0, "none"),
+    ]
+    assert main([*argv, "--resume"]) == 0  # a missing report that is still missing is kept
+    assert [r["resumed"] for r in _records(out)] == [True, True, True, True]
+
+    assert main([*argv, "--resume", "--profile", "metr"]) == 0
+    assert [r["resumed"] for r in _records(out)] == [False, False, False, False]
+
+
+def test_resume_grades_again_rows_graded_against_another_reference(
+    warm_cache: Path, tmp_path: Path
+) -> None:
+    manifest = _hard_manifest(tmp_path, warm_cache, runs=2)
+    out = tmp_path / "out"
+    assert (
+        main(["grade-many", str(manifest), "--out", str(out), "-q", "--cache-dir", str(warm_cache)])
+        == 0
+    )
+    rows = read_manifest(manifest)
+    options = BatchOptions(out=out, profile="strict")
+    hard = reference(warm_cache, "wdbc-hard")
+    key = (hard.artifact_sha256, hard.data_sha256, hard.sps, tuple(sorted(hard.components.items())))
+    assert sorted(earlier_results(rows, options, {"wdbc-hard": key})) == [1, 2]
+    moved = (*key[:2], key[2] + 0.01, key[3])  # e.g. a variant file with another epsilon
+    assert earlier_results(rows, options, {"wdbc-hard": moved}) == {}
+    assert earlier_results(rows, options, {}) == {}  # a variant that could not be fetched
+
+
+def test_resume_refuses_an_output_directory_of_another_batch(
+    warm_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = _hard_manifest(tmp_path, warm_cache, runs=1)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "0009-b-wdbc-hard-9.score.json").write_text("{}", encoding="utf-8")
+    assert main(["grade-many", str(manifest), "--out", str(out), "-q", "--resume"]) == 2
+    assert (
+        f"cannot resume: {out} holds 1 output file(s) of rows that are not in this manifest "
+        "(e.g. 0009-b-wdbc-hard-9.score.json), so it is another batch."
+    ) in capsys.readouterr().err
+    assert (out / "0009-b-wdbc-hard-9.score.json").exists()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["grade-many", str(manifest), "--out", str(out), "--resume", "--force"])
+    assert exit_info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_runs_jsonl_cut_short_by_a_kill_still_gives_its_complete_lines(tmp_path: Path) -> None:
+    (tmp_path / "runs.jsonl").write_text(
+        '{"name": "0001-a", "graded": false}\n[1]\n{"name": "0002-a", "graded": true}\n'
+        '{"name": "0001-a", "graded": true}\n{"name": "0003-a", "gra',
+        encoding="utf-8",
+    )
+    assert read_runs(tmp_path) == {
+        "0001-a": {"name": "0001-a", "graded": True},
+        "0002-a": {"name": "0002-a", "graded": True},
+    }
+    assert read_runs(tmp_path / "nowhere") == {}
