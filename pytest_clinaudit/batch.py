@@ -366,12 +366,16 @@ def read_runs(out: Path) -> dict[str, dict[str, Any]]:
 
 def _file_sha256(path: Path) -> str | None:
     """The sha256 a grading session records for ``path``; ``None`` for no regular file."""
+    digest = hashlib.sha256()
     try:
         if path.is_symlink() or not path.is_file():
             return None
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        with path.open("rb") as stream:  # in chunks: the file may have grown since
+            for chunk in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(chunk)
     except OSError:
         return None
+    return digest.hexdigest()
 
 
 def earlier_results(
@@ -628,11 +632,15 @@ def format_summary(result: BatchResult, out: Path, manifest: Path | None = None)
     ran = len(result.rows) - len(result.resumed) - len(not_reached)
     rate = ran / result.seconds if result.seconds > 0 else float("inf")
     source = f" from {manifest}" if manifest is not None else ""
+    how = (
+        f"{rate:.2f} per second, -j {result.jobs}, {result.executor} executor"
+        if ran
+        else "no session run"
+    )
     lines = [
         f"clinaudit grade-many: {len(result.rows)} submission(s){source}: "
         f"{len(result.graded)} graded, {len(result.failed)} not graded; "
-        f"{result.seconds:.1f} s ({rate:.2f} per second, -j {result.jobs}, "
-        f"{result.executor} executor)",
+        f"{result.seconds:.1f} s ({how})",
     ]
     if result.resumed:
         lines.append(f"{len(result.resumed)} of them graded by an earlier run (--resume)")

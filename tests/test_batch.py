@@ -678,14 +678,18 @@ def test_a_killed_batch_keeps_the_rows_it_graded_for_resume(
 
 
 def test_resume_grades_again_every_row_whose_submission_metadata_or_profile_changed(
-    warm_cache: Path, tmp_path: Path
+    warm_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     manifest = _hard_manifest(tmp_path, warm_cache, runs=4)
     out = tmp_path / "out"
     argv = ["grade-many", str(manifest), "--out", str(out), "-q", "--cache-dir", str(warm_cache)]
     assert main(argv) == 0
+    capsys.readouterr()
     assert main([*argv, "--resume"]) == 0
     assert all(r["resumed"] for r in _records(out))  # nothing changed: no session at all
+    summary = capsys.readouterr().out
+    assert "4 graded, 0 not graded; " in summary
+    assert "s (no session run)\n4 of them graded by an earlier run (--resume)\n" in summary
 
     write_json(tmp_path / "run0.json", {"sps": 1})  # a new report under the same name
     (tmp_path / "run1.json").unlink()  # a report gone
