@@ -226,6 +226,29 @@ def _outputs(out: Path, row: Row) -> tuple[Path, Path]:
     return out / f"{row.name}{JUNIT_SUFFIX}", out / f"{row.name}{SCORE_SUFFIX}"
 
 
+def _graded(
+    row: Row,
+    out: Path,
+    document: dict[str, Any],
+    seconds: float,
+    exit_status: int | None,
+    *,
+    resumed: bool = False,
+) -> RowResult:
+    """A graded row, from the score JSON ``document`` its session wrote."""
+    raw = document.get("raw_score")
+    return RowResult(
+        row,
+        *_outputs(out, row),
+        seconds,
+        score=float(document["score"]),
+        raw_score=None if raw is None else float(raw),
+        category=str(document.get("category")),
+        exit_status=exit_status,
+        resumed=resumed,
+    )
+
+
 def _result(row: Row, options: BatchOptions, finished: Finished) -> RowResult:
     """Read what the session left behind: a score, or the reason there is none."""
     junit, score_json = _outputs(options.out, row)
@@ -249,17 +272,7 @@ def _result(row: Row, options: BatchOptions, finished: Finished) -> RowResult:
     elif not junit.exists():
         error = "the session wrote no JUnit XML"
     else:
-        raw = document.get("raw_score")
-        return RowResult(
-            row,
-            junit,
-            score_json,
-            finished.seconds,
-            score=float(document["score"]),
-            raw_score=None if raw is None else float(raw),
-            category=str(document.get("category")),
-            exit_status=finished.exit_code,
-        )
+        return _graded(row, options.out, document, finished.seconds, finished.exit_code)
     # A partial JUnit XML must not reach `clinaudit report` as if it were a grade.
     junit.unlink(missing_ok=True)
     return RowResult(
@@ -431,18 +444,9 @@ def earlier_results(
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if fresh:
-            raw = record.get("raw_score")
-            kept[row.line] = RowResult(
-                row,
-                junit,
-                score_json,
-                float(record.get("seconds") or 0.0),
-                score=float(record["score"]),
-                raw_score=None if raw is None else float(raw),
-                category=str(record.get("category")),
-                exit_status=record.get("exit_status"),
-                resumed=True,
-            )
+            seconds = float(record.get("seconds") or 0.0)
+            exit_status = record.get("exit_status")
+            kept[row.line] = _graded(row, options.out, document, seconds, exit_status, resumed=True)
     return kept
 
 
@@ -528,8 +532,10 @@ def grade_rows(
                         progress.finish()
                     say("interrupted: starting no more sessions; waiting for the running ones")
                     for future in futures:
-                        if not future.cancelled() and future.result().row.line not in results:
-                            finished(future.result())
+                        if not future.cancelled():
+                            result = future.result()
+                            if result.row.line not in results:
+                                finished(result)
                 except BaseException:
                     for future in futures:
                         future.cancel()
