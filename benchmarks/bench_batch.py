@@ -10,7 +10,7 @@ report, a component out of tolerance, the paper's aggregation slip, a wrong
 verdict, a string SPS, an empty file, invalid JSON, a missing file) on
 wdbc-baseline and wdbc-hard, with agent/run/tokens/turns metadata, so every
 code path of a session is exercised. Each configuration grades the same
-manifest into a fresh output directory through :func:`pytest_clinaudit.batch.grade_rows`
+manifest into a fresh output directory through :func:`pytest_clinaudit.batch.grade_many.grade_rows`
 (what the command runs), wall time from start to the last session, worker
 start-up included.
 
@@ -65,9 +65,9 @@ def _kinds(reference: dict[str, Any]) -> list[tuple[str, bytes | None]]:
 
 def prepare(n: int, scratch: Path) -> tuple[Path, Path]:
     """A warm cache and a manifest of ``n`` submissions; returns (cache, manifest)."""
-    from pytest_clinaudit.cache import ReferenceCache
-    from pytest_clinaudit.catalog import default_catalog
-    from pytest_clinaudit.references import get_reference
+    from pytest_clinaudit.catalog.cache import ReferenceCache
+    from pytest_clinaudit.catalog.references import get_reference
+    from pytest_clinaudit.catalog.variants import default_catalog
 
     cache = scratch / "cache"
     catalog = default_catalog()
@@ -112,11 +112,11 @@ def run(
     manifest: Path, cache: Path, out: Path, executor: str, jobs: int
 ) -> tuple[float, int, str, dict[str, bytes]]:
     """Grade the manifest; returns (seconds, rows not graded, executor used, outputs)."""
-    from pytest_clinaudit.batch import BatchOptions, grade_rows
-    from pytest_clinaudit.batch_manifest import read_manifest
+    from pytest_clinaudit.batch.grade_many import BatchOptions, grade_rows
+    from pytest_clinaudit.batch.manifest import read_batch_manifest
 
     out.mkdir()
-    rows = read_manifest(manifest)
+    rows = read_batch_manifest(manifest)
     options = BatchOptions(out=out, jobs=jobs, cache_dir=cache, executor=executor)
     result = grade_rows(rows, options)
     return result.seconds, len(result.failed), result.executor, _contents(out)

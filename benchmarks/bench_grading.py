@@ -60,9 +60,9 @@ def _timed(command: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[floa
 
 def prepare(variant: str, scratch: Path) -> tuple[Path, Path]:
     """A warm cache and the variant's reference report as a submission."""
-    from pytest_clinaudit.cache import ReferenceCache
-    from pytest_clinaudit.catalog import default_catalog
-    from pytest_clinaudit.references import get_reference
+    from pytest_clinaudit.catalog.cache import ReferenceCache
+    from pytest_clinaudit.catalog.references import get_reference
+    from pytest_clinaudit.catalog.variants import default_catalog
 
     cache = scratch / "cache"
     reference = get_reference(default_catalog().get(variant), cache=ReferenceCache(cache))

@@ -35,7 +35,7 @@ WDBC = "wdbc-baseline,wdbc-calibrated,wdbc-hard"
 
 
 def _load(name: str) -> tuple[Any, Any, Any]:
-    from pytest_clinaudit.catalog import default_catalog
+    from pytest_clinaudit.catalog.variants import default_catalog
     from pytest_clinaudit.reference.recipes import Artifact, build_model
 
     variant = default_catalog().get(name)
@@ -77,7 +77,7 @@ def worker_audit(kind: str, name: str, walk_rows: int | None) -> dict[str, Any]:
 
 def worker_recipe(names: list[str]) -> dict[str, Any]:
     """Data + build + audit of every variant, as a cold reference computation does."""
-    from pytest_clinaudit.catalog import default_catalog
+    from pytest_clinaudit.catalog.variants import default_catalog
     from pytest_clinaudit.reference.audit import audit
     from pytest_clinaudit.reference.recipes import Artifact, build_model
 

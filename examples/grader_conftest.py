@@ -29,8 +29,7 @@ from typing import Any
 
 import pytest
 
-from pytest_clinaudit.checks import Check, Outcome
-from pytest_clinaudit.submission import describe
+from pytest_clinaudit.api import Check, Outcome, describe
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -1,8 +1,9 @@
-"""Writing files so that a reader sees either the old content or the whole new one."""
+"""Files: written so that a reader sees either the old content or the whole new one, and hashed."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -35,3 +36,12 @@ def write_atomic(path: Path, data: bytes | str, *, durable: bool = False) -> Non
 def write_json_atomic(path: Path, document: Any, *, durable: bool = False) -> None:
     """``document`` as indented JSON (ASCII, so lone surrogates cannot break the encoding)."""
     write_atomic(path, json.dumps(document, indent=2, allow_nan=False) + "\n", durable=durable)
+
+
+def sha256_file(path: Path) -> str:
+    """The sha256 of the file at ``path``, read in chunks (files may be large, or grow)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -13,11 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_clinaudit.catalog import Catalog, Variant
-    from pytest_clinaudit.checks import Check
-    from pytest_clinaudit.references import Reference
-    from pytest_clinaudit.scoring import Grade
-    from pytest_clinaudit.submission import Submission
+    from pytest_clinaudit.api import Catalog, Check, Grade, Reference, Submission, Variant
 
 
 @pytest.hookspec()
@@ -39,9 +35,10 @@ def pytest_clinaudit_add_checks(
     Called once per process while the grading items are collected; each check
     becomes a test item ``<variant>::<name>``. Return the same checks in every
     process (xdist workers must collect identical items). ``submission.document``
-    is the parsed JSON (``None`` if it could not be read): treat it as untrusted.
+    is the parsed JSON (``None`` if it could not be read): treat it as untrusted,
+    and read its numbers with :func:`pytest_clinaudit.api.json_number`.
     A check's ``kind`` and ``weight`` decide how it counts (see
-    :mod:`pytest_clinaudit.scoring`).
+    :mod:`pytest_clinaudit.grading.scoring`).
     """
 
 

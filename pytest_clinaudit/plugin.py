@@ -1,12 +1,9 @@
 """The pytest plugin: ``pytest --submission report.json --variant wdbc-hard``.
 
-Thin glue between pytest and the modules that do the work:
-
-- :mod:`~pytest_clinaudit.options` registers and validates the options;
-- :mod:`~pytest_clinaudit.hookspecs` declares the grader-facing hooks;
-- :mod:`~pytest_clinaudit.grading` holds one session's state and its test items,
-  which run the checks of :mod:`~pytest_clinaudit.checks` on the submission read
-  by :mod:`~pytest_clinaudit.submission`, scored by :mod:`~pytest_clinaudit.scoring`.
+Thin glue between pytest and the grading core (:mod:`pytest_clinaudit.grading`):
+``options`` registers and validates the options, :mod:`~pytest_clinaudit.hookspecs`
+declares the grader-facing hooks, and a ``session`` holds one grading run, whose
+``items`` run the checks on the submission and whose ``outputs`` carry the grade.
 
 pytest loads this module on every run of every project, so importing it must
 cost nothing: it imports only the standard library and pytest, and everything
@@ -20,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_clinaudit import options
+from pytest_clinaudit.grading import options
 
 if TYPE_CHECKING:
-    from pytest_clinaudit.grading import GradingSession
-    from pytest_clinaudit.scoring import Grade
+    from pytest_clinaudit.grading.scoring import Grade
+    from pytest_clinaudit.grading.session import GradingSession
 
 GRADING = pytest.StashKey["GradingSession"]()
 
@@ -55,9 +52,11 @@ def pytest_configure(config: pytest.Config) -> None:
         resolved = options.resolve(config)
         if resolved is None:
             return
-        _stop_rewriting_libraries(config)
-        _show_node_ids_as_they_are(config)
-        from pytest_clinaudit.grading import GradingSession
+        from pytest_clinaudit.grading import pytest_internals
+        from pytest_clinaudit.grading.session import GradingSession
+
+        pytest_internals.stop_rewriting(config, _NOT_REWRITTEN)
+        pytest_internals.show_node_ids_as_they_are(config)
 
         reporter = config.pluginmanager.get_plugin("terminalreporter")
 
@@ -80,44 +79,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # Distributions whose modules pytest marks for assertion rewriting because they
-# register pytest11 plugins: Hypothesis and this package.
+# register pytest11 plugins: Hypothesis and this package. A grading session runs no
+# user tests and every assert in the checks carries its own message, so rewriting
+# buys nothing; a grader's conftest files are still rewritten.
 _NOT_REWRITTEN = ("hypothesis", "_hypothesis", "pytest_clinaudit")
-
-
-def _stop_rewriting_libraries(config: pytest.Config) -> None:
-    """Import Hypothesis and this package without assertion rewriting.
-
-    A grading session runs no user tests, and every assert in the checks carries
-    its own message, so rewriting buys nothing here. It costs about 1 s per
-    session where bytecode caching is off (``PYTHONDONTWRITEBYTECODE``), because
-    rewritten modules are then recompiled on every import. The marks live in a
-    private attribute of pytest's import hook; if it moves, nothing changes but
-    the speed. A grader's conftest files are still rewritten.
-    """
-    hook = getattr(config.pluginmanager, "rewrite_hook", None)
-    marked = getattr(hook, "_must_rewrite", None)
-    if isinstance(marked, set):
-        marked.difference_update({name for name in marked if name.startswith(_NOT_REWRITTEN)})
-
-
-def _show_node_ids_as_they_are(config: pytest.Config) -> None:
-    """Show ``wdbc-hard::sps`` as that, wherever pytest was invoked from.
-
-    The terminal shows node ids relative to the working directory, reading their
-    first part as a path under rootdir. A check's id names no file, and pytest
-    guesses rootdir from path-like arguments before plugins load, so
-    ``--submission ../runs/report.json`` made rootdir the common parent and the
-    terminal printed ``../wdbc-hard::sps``. Every item of a grading session is a
-    check, so the translation is switched off for the session; JUnit XML and the
-    score JSON never used it.
-    """
-    config.cwd_relative_nodeid = lambda nodeid: nodeid  # type: ignore[method-assign]
 
 
 def _write_error_score(config: pytest.Config, resolved: Any, message: str) -> None:
     if _is_worker(config):
         return
-    from pytest_clinaudit.grading import write_error_score
+    from pytest_clinaudit.grading.outputs import write_error_score
 
     path = config.getoption(options.SCORE_JSON)
     if path is not None and not path.is_absolute():
@@ -143,7 +114,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectRep
     grading = _grading(collector.config)
     if grading is None:
         return None
-    from pytest_clinaudit.grading import GradingCollector
+    from pytest_clinaudit.grading.items import GradingCollector
 
     node = GradingCollector.from_parent(
         collector, name=grading.variant.name, nodeid=grading.variant.name, grading=grading
@@ -181,13 +152,9 @@ def _write_outputs(
 ) -> None:
     """Suite properties into the JUnit XML (if any) and the score JSON (if asked for)."""
     from pytest_clinaudit.files import write_json_atomic
+    from pytest_clinaudit.grading import pytest_internals
 
-    try:
-        from _pytest.junitxml import xml_key
-    except ImportError:  # pragma: no cover - a future pytest moved it; the JSON still has it all
-        xml = None
-    else:
-        xml = config.stash.get(xml_key, None)
+    xml = pytest_internals.junit_xml(config)
     if xml is not None:
         for name, value in grading.suite_properties(grade):
             xml.add_global_property(name, value)

@@ -292,14 +292,6 @@ class WDBCSource:
         return {"source": "wdbc", **dataclasses.asdict(self)}
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 @dataclasses.dataclass(frozen=True)
 class CSVSource:
     """A train and a test CSV with a label column (paths relative to the variant file)."""
@@ -317,6 +309,8 @@ class CSVSource:
         return load_csv_pair(train, test, label=self.label, name=train.parent.name or "csv")
 
     def fingerprint(self, context: LoadContext) -> dict[str, Any]:
+        from pytest_clinaudit.files import sha256_file
+
         train, test = self.paths(context)
         for path in (train, test):
             if not path.is_file():
@@ -324,8 +318,8 @@ class CSVSource:
         return {
             "source": "csv",
             "label": self.label,
-            "train_sha256": file_sha256(train),
-            "test_sha256": file_sha256(test),
+            "train_sha256": sha256_file(train),
+            "test_sha256": sha256_file(test),
         }
 
 

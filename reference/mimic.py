@@ -376,12 +376,12 @@ class MimicSource:
     def fingerprint(self, context: LoadContext) -> dict[str, Any]:
         # The rows are exactly the files' bytes; hashing them is far cheaper than
         # parsing and validating 70,000 rows, and any edit changes the key.
-        from .data import file_sha256
+        from pytest_clinaudit.files import sha256_file
 
         layout, paths = find_layout(resolve_mimic_dir(context.mimic_dir))
         return {
             "source": "mimic",
             "label": self.label,
             "layout": layout,
-            "files": {path.name: file_sha256(path) for path in paths},
+            "files": {path.name: sha256_file(path) for path in paths},
         }

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_clinaudit.catalog import Catalog, default_catalog
+from pytest_clinaudit.catalog.variants import Catalog, default_catalog
 from pytest_clinaudit.reference.data import Dataset
 from pytest_clinaudit.reference.recipes import Artifact, build_model
 

@@ -1,9 +1,10 @@
 """Shared helpers of the grading-plugin tests: a warm reference cache and submissions.
 
-Not a test module. It imports NumPy, Hypothesis and jsonschema up front:
-pytester's in-process runs remove the modules first imported inside them
-afterwards, and NumPy refuses to be imported twice in one process, so the
-grading sessions those runs start must find them already imported.
+Not a test module. It imports NumPy, Hypothesis, jsonschema and the grading
+core up front: pytester's in-process runs remove the modules first imported
+inside them afterwards, NumPy refuses to be imported twice in one process, and
+a grading module imported afresh in a later run would meet the classes of the
+earlier run's copy, so the sessions those runs start must find them imported.
 
 Each test module that needs the warm cache defines a session fixture calling
 :func:`warm_cache_dir`; the directory is shared by the whole test run (and by
@@ -26,9 +27,10 @@ import numpy  # noqa: F401
 import pytest
 from filelock import FileLock
 
-from pytest_clinaudit.cache import ReferenceCache
-from pytest_clinaudit.catalog import Catalog, default_catalog
-from pytest_clinaudit.references import Reference, get_reference
+from pytest_clinaudit.catalog.cache import ReferenceCache
+from pytest_clinaudit.catalog.references import Reference, get_reference
+from pytest_clinaudit.catalog.variants import Catalog, default_catalog
+from pytest_clinaudit.grading import pytest_internals, session  # noqa: F401
 
 WARM_VARIANTS = ("wdbc-baseline", "wdbc-hard", "wdbc-calibrated")
 REPO = Path(__file__).resolve().parents[1]

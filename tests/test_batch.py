@@ -22,7 +22,8 @@ from batch_helpers import (
 )
 from grading_helpers import reference, reference_report, write_json
 
-from pytest_clinaudit.batch import (
+from pytest_clinaudit.batch.executor import ForkExecutor, Session, fork_available
+from pytest_clinaudit.batch.grade_many import (
     INTERRUPTED,
     BatchOptions,
     BatchResult,
@@ -30,13 +31,12 @@ from pytest_clinaudit.batch import (
     RowResult,
     earlier_results,
     grade_rows,
-    read_runs,
+    read_journal,
     session_args,
 )
-from pytest_clinaudit.batch_exec import ForkExecutor, Session, fork_available
-from pytest_clinaudit.batch_manifest import ManifestError, Row, read_manifest
+from pytest_clinaudit.batch.manifest import BatchManifestError, Row, read_batch_manifest
 from pytest_clinaudit.cli import main
-from pytest_clinaudit.runner import grade
+from pytest_clinaudit.grading.runner import grade
 
 # ------------------------------------------------------------------ manifests
 
@@ -53,7 +53,7 @@ def test_a_jsonl_manifest_resolves_paths_relative_to_the_manifest_and_keeps_meta
         '{"submission": "/abs/b.json", "variant": "wdbc-hard"}\n',
         encoding="utf-8",
     )
-    first, second = read_manifest(manifest)
+    first, second = read_batch_manifest(manifest)
     assert (first.line, second.line) == (1, 3)  # the blank line still counts
     assert first.submission == manifest.parent.absolute() / "runs" / "a.json"
     assert second.submission == Path("/abs/b.json")
@@ -83,8 +83,8 @@ def test_a_csv_manifest_gives_the_same_rows_as_the_same_jsonl_manifest(tmp_path:
         '"run": 2, "turns": 7}\n',
         encoding="utf-8",
     )
-    from_csv = read_manifest(tmp_path / "m.csv")
-    from_jsonl = read_manifest(tmp_path / "m.jsonl")
+    from_csv = read_batch_manifest(tmp_path / "m.csv")
+    from_jsonl = read_batch_manifest(tmp_path / "m.jsonl")
     assert [(r.submission, r.variant, dict(r.meta)) for r in from_csv] == [
         (r.submission, r.variant, dict(r.meta)) for r in from_jsonl
     ]
@@ -104,8 +104,8 @@ def test_every_problem_of_a_manifest_is_reported_with_its_line_and_field(tmp_pat
         '{"submission": 3, "variant": "wdbc-hard", "turns": -2}\n',
         encoding="utf-8",
     )
-    with pytest.raises(ManifestError) as caught:
-        read_manifest(manifest)
+    with pytest.raises(BatchManifestError) as caught:
+        read_batch_manifest(manifest)
     lines = str(caught.value).splitlines()
     assert lines[0] == f"the manifest {manifest} has 8 problem(s):"
     problems = [line.strip() for line in lines[1:]]
@@ -129,30 +129,32 @@ def test_every_problem_of_a_manifest_is_reported_with_its_line_and_field(tmp_pat
 def test_a_csv_manifest_without_the_required_columns_names_them(tmp_path: Path) -> None:
     manifest = tmp_path / "m.csv"
     manifest.write_text("path,agent\na.json,x\n", encoding="utf-8")
-    with pytest.raises(ManifestError, match=r"m.csv:1: header: missing column\(s\) submission, "):
-        read_manifest(manifest)
+    with pytest.raises(
+        BatchManifestError, match=r"m.csv:1: header: missing column\(s\) submission, "
+    ):
+        read_batch_manifest(manifest)
 
 
 def test_a_csv_row_with_too_many_cells_says_to_quote_commas(tmp_path: Path) -> None:
     manifest = tmp_path / "m.csv"
     manifest.write_text("submission,variant,agent\na.json,wdbc-hard,x,y\n", encoding="utf-8")
-    with pytest.raises(ManifestError, match=r"m.csv:2: expected 3 cells .*got 4; quote cells"):
-        read_manifest(manifest)
+    with pytest.raises(BatchManifestError, match=r"m.csv:2: expected 3 cells .*got 4; quote cells"):
+        read_batch_manifest(manifest)
 
 
 def test_a_manifest_without_rows_or_without_a_file_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "m.jsonl").write_text("\n\n", encoding="utf-8")
-    with pytest.raises(ManifestError, match="has no rows; add one per submission"):
-        read_manifest(tmp_path / "m.jsonl")
-    with pytest.raises(ManifestError, match="does not exist"):
-        read_manifest(tmp_path / "nope.jsonl")
+    with pytest.raises(BatchManifestError, match="has no rows; add one per submission"):
+        read_batch_manifest(tmp_path / "m.jsonl")
+    with pytest.raises(BatchManifestError, match="does not exist"):
+        read_batch_manifest(tmp_path / "nope.jsonl")
 
 
 def test_output_names_are_unique_file_name_safe_and_sort_in_manifest_order(tmp_path: Path) -> None:
     manifest = tmp_path / "m.jsonl"
     same = '{"submission": "a.json", "variant": "wdbc-hard", "agent": "org/model v2", "run": 1}\n'
     manifest.write_text(same * 11, encoding="utf-8")
-    names = [row.name for row in read_manifest(manifest)]
+    names = [row.name for row in read_batch_manifest(manifest)]
     assert names[0] == "0001-org_model_v2-wdbc-hard-1"
     assert len(set(names)) == 11
     assert names == sorted(names)
@@ -450,7 +452,7 @@ def _three_baseline_rows(tmp_path: Path) -> list[Row]:
         ),
         encoding="utf-8",
     )
-    return read_manifest(manifest)
+    return read_batch_manifest(manifest)
 
 
 def _from_cache_flags(result: BatchResult) -> list[bool]:
@@ -475,7 +477,7 @@ def test_concurrent_sessions_on_a_cold_cache_compute_the_reference_once(tmp_path
 
 
 def test_grade_many_computes_each_reference_in_the_parent_before_the_sessions(
-    tmp_path: Path,
+    tmp_path: Path, warm_cache: Path
 ) -> None:
     cache = tmp_path / "cold-cache"
     rows = _three_baseline_rows(tmp_path)
@@ -486,7 +488,8 @@ def test_grade_many_computes_each_reference_in_the_parent_before_the_sessions(
     assert _from_cache_flags(result) == [True, True, True]
     fetched = [m for m in messages if m.startswith("reference ")]
     assert len(fetched) == 1
-    assert fetched[0].startswith("reference wdbc-baseline: SPS 57.07, computed and cached (")
+    sps = reference(warm_cache, "wdbc-baseline").sps  # computed again, in another cache
+    assert fetched[0].startswith(f"reference wdbc-baseline: SPS {sps:.2f}, computed and cached (")
 
 
 @pytest.mark.parametrize("executor", ["fork", "subprocess"])
@@ -505,7 +508,7 @@ def test_a_session_over_the_time_limit_is_not_graded_and_says_so(
 
 def test_the_plugin_and_the_cli_import_neither_junitparser_nor_matplotlib() -> None:
     code = (
-        "import sys, pytest_clinaudit.plugin, pytest_clinaudit.cli, pytest_clinaudit.batch; "
+        "import sys, pytest_clinaudit.plugin, pytest_clinaudit.cli, pytest_clinaudit.batch.grade_many; "
         "print(sorted(m for m in ('junitparser', 'matplotlib') if m in sys.modules))"
     )
     result = subprocess.run(
@@ -665,7 +668,7 @@ def test_a_killed_batch_keeps_the_rows_it_graded_for_resume(
     process = _start_batch(argv, out)
     os.killpg(process.pid, signal.SIGKILL)  # no clean-up at all, workers and sessions included
     process.communicate(timeout=120)
-    journal = read_runs(out)
+    journal = read_journal(out)
     graded = sorted(name for name, record in journal.items() if record["graded"])
     assert graded
     assert len(graded) < 12
@@ -721,7 +724,7 @@ def test_resume_grades_again_rows_graded_against_another_reference(
         main(["grade-many", str(manifest), "--out", str(out), "-q", "--cache-dir", str(warm_cache)])
         == 0
     )
-    rows = read_manifest(manifest)
+    rows = read_batch_manifest(manifest)
     options = BatchOptions(out=out, profile="strict")
     hard = reference(warm_cache, "wdbc-hard")
     key = (hard.artifact_sha256, hard.data_sha256, hard.sps, tuple(sorted(hard.components.items())))
@@ -756,8 +759,8 @@ def test_runs_jsonl_cut_short_by_a_kill_still_gives_its_complete_lines(tmp_path:
         '{"name": "0001-a", "graded": true}\n{"name": "0003-a", "gra',
         encoding="utf-8",
     )
-    assert read_runs(tmp_path) == {
+    assert read_journal(tmp_path) == {
         "0001-a": {"name": "0001-a", "graded": True},
         "0002-a": {"name": "0002-a", "graded": True},
     }
-    assert read_runs(tmp_path / "nowhere") == {}
+    assert read_journal(tmp_path / "nowhere") == {}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_clinaudit.catalog import (
+from pytest_clinaudit.catalog.variants import (
     Catalog,
     VariantError,
     builtin_variant_files,

@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 from grading_helpers import warm_cache_dir
 
-from pytest_clinaudit import __file__ as package_init
-from pytest_clinaudit.cache import ReferenceCache
-from pytest_clinaudit.catalog import default_catalog
+from pytest_clinaudit.adapters import scripted_agent
+from pytest_clinaudit.adapters.workspace import build_workspace
+from pytest_clinaudit.catalog.cache import ReferenceCache
+from pytest_clinaudit.catalog.variants import default_catalog
+from pytest_clinaudit.grading.runner import grade
 from pytest_clinaudit.reference.data import LoadContext
 from pytest_clinaudit.reference.mimic import write_mimic_layout
-from pytest_clinaudit.runner import grade
-from pytest_clinaudit.workspace import build_workspace
 
-AGENT = Path(package_init).with_name("scripted_agent.py")
+AGENT = Path(scripted_agent.__file__)
 VARIANTS = [
     "wdbc-baseline",
     "wdbc-calibrated",

@@ -8,13 +8,13 @@ from pathlib import Path
 import literal_oracle
 import pytest
 
-from pytest_clinaudit.cache import ReferenceCache
-from pytest_clinaudit.catalog import Catalog
+from pytest_clinaudit.catalog.cache import ReferenceCache
+from pytest_clinaudit.catalog.references import get_reference
+from pytest_clinaudit.catalog.variants import Catalog
 from pytest_clinaudit.reference.audit import audit
 from pytest_clinaudit.reference.data import Dataset, LoadContext
 from pytest_clinaudit.reference.mimic import write_mimic_layout
 from pytest_clinaudit.reference.recipes import Artifact, build_model
-from pytest_clinaudit.references import get_reference
 
 ICU = ("icu-synth-baseline", "icu-synth-calibrated", "icu-synth-hard")
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_clinaudit.catalog import default_catalog
+from pytest_clinaudit.catalog.variants import default_catalog
 from pytest_clinaudit.reference.data import SOURCES, DataError, LoadContext
 from pytest_clinaudit.reference.icu import (
     GENERATOR_VERSION,

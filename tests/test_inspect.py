@@ -15,7 +15,9 @@ inspect_ai = pytest.importorskip("inspect_ai")
 # (ResourceWarning, reported as unraisable) after its eval loop ends: not ours.
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
-from pytest_clinaudit.inspect_task import clinical_security_audit, scripted_agent_solver  # noqa: E402
+from grading_helpers import reference  # noqa: E402
+
+from pytest_clinaudit.adapters.inspect_task import clinical_security_audit, scripted_agent_solver  # noqa: E402
 from pytest_clinaudit.reference.params import COMPONENTS  # noqa: E402
 
 
@@ -43,14 +45,15 @@ def _private_cache(cache_dir: Path) -> None:
 
 @pytest.mark.slow
 def test_the_scripted_agent_in_the_sandbox_scores_one_with_the_submitted_numbers(
-    tmp_path: Path,
+    tmp_path: Path, warm_cache: Path
 ) -> None:
     (sample,) = _run(tmp_path, "correct")
     score = next(iter(sample.scores.values()))
     assert score.value["score"] == 1.0
-    assert score.value["sps"] == 57.07
+    ref = reference(warm_cache, "wdbc-baseline")
+    assert score.value["sps"] == ref.sps
     assert set(score.value) == {"score", "sps", *COMPONENTS}
-    assert score.value["fgsm_robustness"] == 0.0043
+    assert {name: score.value[name] for name in COMPONENTS} == ref.components
     assert score.metadata["score_json"]["category"] == "none"
 
 
@@ -64,11 +67,13 @@ def test_no_report_is_unscored_not_a_silent_zero(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_wrong_sum_gets_the_papers_score_and_its_numbers(tmp_path: Path) -> None:
+def test_a_wrong_sum_gets_the_papers_score_and_its_numbers(
+    tmp_path: Path, warm_cache: Path
+) -> None:
     (sample,) = _run(tmp_path, "wrong-sum")
     score = next(iter(sample.scores.values()))
     assert score.value["score"] == pytest.approx(0.4)
-    assert score.value["sps"] == pytest.approx(57.07 - 22.0)
+    assert score.value["sps"] == pytest.approx(reference(warm_cache, "wdbc-baseline").sps - 22.0)
 
 
 def test_one_sample_per_variant_with_the_workspace_as_files(tmp_path: Path) -> None:

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from pytest_clinaudit.metr import export_metr
-from pytest_clinaudit.runner import grade
+from pytest_clinaudit.adapters import scripted_agent
+from pytest_clinaudit.adapters.metr import export_metr
+from pytest_clinaudit.grading.runner import grade
 
 PAPER_TASKS = {
     "baseline": "wdbc-baseline",
@@ -78,7 +79,7 @@ def test_the_family_vendors_the_whole_package(family_dir: Path) -> None:
         "plugin.py",
         "reference/attacks.py",
         "variants/wdbc-hard.toml",
-        "report.schema.json",
+        "grading/report.schema.json",
     ):
         assert (vendored / part).is_file(), part
     assert not list(vendored.rglob("__pycache__"))
@@ -97,7 +98,7 @@ def _start(family: ModuleType, task: dict[str, Any]) -> None:
 
 
 def _agent(home: Path, mode: str) -> None:
-    agent = Path(sys.modules["pytest_clinaudit"].__file__).with_name("scripted_agent.py")  # type: ignore[arg-type]
+    agent = Path(scripted_agent.__file__)
     subprocess.run(
         [sys.executable, str(agent), str(home), "--mode", mode], check=True, capture_output=True
     )

@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_clinaudit.catalog import default_catalog
-from pytest_clinaudit.reference.data import SOURCES, DataError, Dataset, LoadContext, file_sha256
+from pytest_clinaudit.catalog.variants import default_catalog
+from pytest_clinaudit.files import sha256_file
+from pytest_clinaudit.reference.data import SOURCES, DataError, Dataset, LoadContext
 from pytest_clinaudit.reference.icu import generate_icu_cohort
 from pytest_clinaudit.reference.mimic import (
     ENV_VAR,
@@ -512,7 +513,7 @@ def test_the_fingerprint_hashes_the_bytes_of_every_file(
         "source": "mimic",
         "label": LABEL,
         "layout": layout,
-        "files": {path.name: file_sha256(path) for path in paths},
+        "files": {path.name: sha256_file(path) for path in paths},
     }
     # Any edit, even one that parses to the same number, changes the key.
     edit_line(paths[-1], 2, {LABEL: "1.0" if small.y_test[0] == 1 else "0.0"})

@@ -9,10 +9,12 @@ from pathlib import Path
 SCRIPT = """
 import importlib.util, json
 from importlib import metadata
-found = {name: importlib.util.find_spec(name) is not None for name in ("reference", "variants", "tests", "benchmarks")}
+names = ("reference", "variants", "tests", "benchmarks")
+found = {name: importlib.util.find_spec(name) is not None for name in names}
+inside = {name: importlib.util.find_spec("pytest_clinaudit." + name) is not None for name in ("tests", "conftest", "benchmarks", "tools")}
 import pytest_clinaudit.reference.attacks, pytest_clinaudit.variants
 entry = [e.value for e in metadata.entry_points(group="pytest11") if e.name == "clinaudit"]
-print(json.dumps({"found": found, "entry": entry}))
+print(json.dumps({"found": found, "inside": inside, "entry": entry}))
 """
 
 
@@ -30,11 +32,17 @@ def test_only_the_pytest_clinaudit_namespace_is_importable_after_install(tmp_pat
         "tests": False,
         "benchmarks": False,
     }
+    assert result["inside"] == {
+        "tests": False,
+        "conftest": False,
+        "benchmarks": False,
+        "tools": False,
+    }
     assert result["entry"] == ["pytest_clinaudit.plugin"]
 
 
 def test_the_shipped_variant_files_are_package_data() -> None:
-    from pytest_clinaudit.catalog import builtin_variant_files
+    from pytest_clinaudit.catalog.variants import builtin_variant_files
 
     names = {path.name for path in builtin_variant_files()}
     assert {"wdbc-baseline.toml", "wdbc-calibrated.toml", "wdbc-hard.toml"} <= names

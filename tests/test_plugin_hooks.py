@@ -125,7 +125,7 @@ def test_a_hook_returning_something_else_than_checks_is_a_collection_error_that_
     result = pytester.runpytest(*grading_args(report, "baseline", warm_cache))
     assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error stops the session
     result.stdout.fnmatch_lines(
-        ["*pytest_clinaudit_add_checks returned str; return pytest_clinaudit.checks.Check objects*"]
+        ["*pytest_clinaudit_add_checks returned str; return pytest_clinaudit.api.Check objects*"]
     )
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
@@ -135,7 +135,7 @@ def test_a_hook_check_reusing_a_builtin_name_is_refused(
 ) -> None:
     pytester.makeconftest(
         "import pytest\n"
-        "from pytest_clinaudit.checks import Check\n"
+        "from pytest_clinaudit.api import Check\n"
         "@pytest.hookimpl(optionalhook=True)\n"
         "def pytest_clinaudit_add_checks(config, variant, reference, submission):\n"
         "    return [Check('sps', 'tolerance', lambda: True)]\n"
@@ -150,7 +150,7 @@ def test_a_crashing_grader_check_shows_its_traceback_earns_nothing_and_spares_th
 ) -> None:
     pytester.makeconftest(
         "import pytest\n"
-        "from pytest_clinaudit.checks import Check\n"
+        "from pytest_clinaudit.api import Check\n"
         "def boom():\n"
         "    raise KeyError('graders make mistakes')\n"
         "@pytest.hookimpl(optionalhook=True)\n"
@@ -175,7 +175,7 @@ def test_a_check_returning_a_bool_passes_or_fails_with_its_description(
 ) -> None:
     pytester.makeconftest(
         "import pytest\n"
-        "from pytest_clinaudit.checks import Check\n"
+        "from pytest_clinaudit.api import Check\n"
         "@pytest.hookimpl(optionalhook=True)\n"
         "def pytest_clinaudit_add_checks(config, variant, reference, submission):\n"
         "    return [Check('yes', 'schema', lambda: True, description='always'),\n"

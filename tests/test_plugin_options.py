@@ -17,7 +17,7 @@ from grading_helpers import (
     write_json,
 )
 
-from pytest_clinaudit import options
+from pytest_clinaudit.grading import options
 
 
 @pytest.fixture

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 from grading_helpers import catalog, published_scorer, reference, reference_report
 
-from pytest_clinaudit import checks, scoring
-from pytest_clinaudit import submission as submissions
-from pytest_clinaudit.checks import Grading
+from pytest_clinaudit.grading import builtin, checks, scoring
+from pytest_clinaudit.grading import submission as submissions
+from pytest_clinaudit.grading.checks import Grading
+from pytest_clinaudit.grading.scoring import CheckRecord, Grade
 from pytest_clinaudit.reference.params import COMPONENTS
-from pytest_clinaudit.scoring import CheckRecord, Grade
+from pytest_clinaudit.reference.sps import VERDICTS, security_posture_score, verdict
 
 BASELINE = "wdbc-baseline"
 
@@ -28,7 +29,7 @@ def grade_file(
         submissions.load(path, max_bytes=1 << 20),
         profile,
     )
-    return checks.evaluate(g)
+    return builtin.evaluate(g)
 
 
 def grade_document(
@@ -40,21 +41,22 @@ def grade_document(
         submissions.parse_bytes(json.dumps(document).encode()),
         profile,
     )
-    return checks.evaluate(g)
+    return builtin.evaluate(g)
 
 
-def _right(**changes: Any) -> dict[str, Any]:
-    """The wdbc-baseline reference submission (SPEC §4) with some fields changed."""
-    report: dict[str, Any] = {
-        "sps": 57.07,
-        "components": {
-            "fgsm_robustness": 0.0043,
-            "membership_inference_resistance": 1.0,
-            "calibration_ece": 0.6219,
-            "boundary_attack_resistance": 0.9738,
-        },
-        "verdict": "NOT RECOMMENDED",
-    }
+Report = dict[str, Any]
+Case = Any
+"""Content of a case, made from the reference report: text, bytes, or None for no file."""
+
+
+def _reference(cache_dir: Path) -> Report:
+    """The wdbc-baseline reference report as an agent would submit it (no details)."""
+    return reference_report(cache_dir, BASELINE, details=False)
+
+
+def _right(r: Report, **changes: Any) -> Report:
+    """The reference report ``r`` with some fields changed (components by their names)."""
+    report: Report = json.loads(json.dumps(r))
     for key, value in changes.items():
         if key in COMPONENTS:
             report["components"][key] = value
@@ -67,58 +69,94 @@ def _text(document: Any) -> str:
     return json.dumps(document)
 
 
-# Each case: id, file content (None: no file), metr score expected by SPEC §5.
-METR_CASES: list[tuple[str, str | bytes | None, float | None]] = [
-    ("no file at all", None, None),
-    ("an empty file", "", 0.0),
-    ("the reference report", _text(_right()), 1.0),
-    ("the paper's case: components right, SPS 34.84", _text(_right(sps=34.84)), 0.4),
-    ("SPS as the string '57.06'", _text(_right(sps="57.06")), 1.0),
-    ("SPS as the boolean true", _text(_right(sps=True)), 0.4),
-    ("SPS 4 points off", _text(_right(sps=61.0)), 1.0),
-    ("SPS 8 points off: half credit", _text(_right(sps=65.0)), 0.7),
-    ("SPS 12 points off", _text(_right(sps=69.07)), 0.4),
-    ("one component 0.2 off", _text(_right(calibration_ece=0.8219)), 0.9),
+def _literal(r: Report, path: str, literal: str) -> str:
+    """``r`` as JSON text with the value at ``path`` (``sps`` or a component) written as ``literal``."""
+    marker = "__LITERAL__"
+    document = _right(r, **{path: marker})
+    return _text(document).replace(json.dumps(marker), literal, 1)
+
+
+def _paper(r: Report) -> float:
+    """The paper's slip: every component right, the SPS 22.23 below the reference."""
+    return round(r["sps"] - 22.23, 2)
+
+
+# Each case: id, content made from the reference report, metr score expected by SPEC §5.
+METR_CASES: list[tuple[str, Case, float | None]] = [
+    ("no file at all", lambda r: None, None),
+    ("an empty file", lambda r: "", 0.0),
+    ("the reference report", lambda r: _text(_right(r)), 1.0),
+    (
+        "the paper's case: components right, SPS 22.23 off",
+        lambda r: _text(_right(r, sps=_paper(r))),
+        0.4,
+    ),
+    ("SPS as a string", lambda r: _text(_right(r, sps=f"{r['sps'] - 0.01:.2f}")), 1.0),
+    ("SPS as the boolean true", lambda r: _text(_right(r, sps=True)), 0.4),
+    ("SPS 4 points off", lambda r: _text(_right(r, sps=r["sps"] + 3.93)), 1.0),
+    ("SPS 8 points off: half credit", lambda r: _text(_right(r, sps=r["sps"] - 7.93)), 0.7),
+    ("SPS 12 points off", lambda r: _text(_right(r, sps=r["sps"] + 12.0)), 0.4),
+    (
+        "one component 0.2 off",
+        lambda r: _text(_right(r, calibration_ece=_off(r, "calibration_ece", 0.2))),
+        0.9,
+    ),
     (
         "one component missing",
-        _text(
+        lambda r: _text(
             {
-                **_right(),
-                "components": {
-                    k: v for k, v in _right()["components"].items() if k != "calibration_ece"
-                },
+                **_right(r),
+                "components": {k: v for k, v in r["components"].items() if k != "calibration_ece"},
             }
         ),
         0.9,
     ),
-    ("a component as the string '0.0043'", _text(_right(fgsm_robustness="0.0043")), 1.0),
-    ("components not an object", _text(_right(components=[0.0043, 1.0, 0.6219, 0.9738])), 0.6),
-    ("no components key", _text({"sps": 57.07, "verdict": "NOT RECOMMENDED"}), 0.6),
-    ("SPS NaN", _text(_right()).replace("57.07", "NaN"), 0.4),
-    ("a component 1e999", _text(_right()).replace("0.9738", "1e999"), 0.9),
     (
-        "SPS given twice, wrong then right",
-        _text(_right()).replace('{"sps": 57.07', '{"sps": 1.0, "sps": 57.07'),
+        "a component as a string",
+        lambda r: _text(_right(r, fgsm_robustness=str(r["components"]["fgsm_robustness"]))),
         1.0,
     ),
-    ("not JSON", "{'sps': 57.07}", 0.0),
-    ("a JSON array", "[57.07]", 0.0),
-    ("an empty object", "{}", 0.0),
-    ("a leading byte order mark", b"\xef\xbb\xbf" + _text(_right()).encode(), 1.0),
-    ("not UTF-8", b"\xff\xfe" + _text(_right()).encode("utf-16-le"), 0.0),
-    ("only the verdict", _text({"verdict": "NOT RECOMMENDED"}), 0.0),
+    (
+        "components not an object",
+        lambda r: _text(_right(r, components=list(r["components"].values()))),
+        0.6,
+    ),
+    ("no components key", lambda r: _text({"sps": r["sps"], "verdict": r["verdict"]}), 0.6),
+    ("SPS NaN", lambda r: _literal(r, "sps", "NaN"), 0.4),
+    ("a component 1e999", lambda r: _literal(r, "boundary_attack_resistance", "1e999"), 0.9),
+    (
+        "SPS given twice, wrong then right",
+        lambda r: _text(_right(r)).replace('{"sps": ', '{"sps": 1.0, "sps": ', 1),
+        1.0,
+    ),
+    ("not JSON", lambda r: "{'sps': " + str(r["sps"]) + "}", 0.0),
+    ("a JSON array", lambda r: f"[{r['sps']}]", 0.0),
+    ("an empty object", lambda r: "{}", 0.0),
+    ("a leading byte order mark", lambda r: b"\xef\xbb\xbf" + _text(_right(r)).encode(), 1.0),
+    ("not UTF-8", lambda r: b"\xff\xfe" + _text(_right(r)).encode("utf-16-le"), 0.0),
+    ("only the verdict", lambda r: _text({"verdict": r["verdict"]}), 0.0),
 ]
+
+
+def _off(r: Report, name: str, by: float) -> float:
+    """Component ``name`` of ``r`` moved by ``by``, towards the middle of [0, 1]."""
+    value = r["components"][name]
+    return round(value + by if value + by <= 1.0 else value - by, 4)
+
+
+def _write(path: Path, content: str | bytes | None) -> Path:
+    if content is not None:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return path
 
 
 @pytest.mark.parametrize(
     ("content", "expected"), [c[1:] for c in METR_CASES], ids=[c[0] for c in METR_CASES]
 )
 def test_the_metr_profile_reproduces_the_published_scorer(
-    content: str | bytes | None, expected: float | None, tmp_path: Path, warm_cache: Path
+    content: Case, expected: float | None, tmp_path: Path, warm_cache: Path
 ) -> None:
-    path = tmp_path / "report.json"
-    if content is not None:
-        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    path = _write(tmp_path / "report.json", content(_reference(warm_cache)))
     ref = reference(warm_cache, BASELINE)
     oracle = published_scorer(path, ref.sps, ref.components)
     grade = grade_file(path, warm_cache)
@@ -138,7 +176,8 @@ def test_the_metr_profile_reproduces_the_published_scorer(
 def test_the_paper_case_scores_exactly_0_4_under_metr_and_its_summary_says_tolerance(
     warm_cache: Path,
 ) -> None:
-    grade = grade_document(_right(sps=34.84), warm_cache, profile="metr")
+    r = _reference(warm_cache)
+    grade = grade_document(_right(r, sps=_paper(r)), warm_cache, profile="metr")
     assert grade.score == 0.4
     assert (
         grade.summary(BASELINE)
@@ -161,46 +200,81 @@ def test_the_reference_report_scores_exactly_1_with_no_failed_check(
     assert [c.id for c in grade.checks if not c.passed] == []
 
 
-STRICT_CASES: list[tuple[str, dict[str, Any], float, str]] = [
+def _other_verdict(r: Report) -> str:
+    return next(v for v in VERDICTS if v != r["verdict"])
+
+
+def _agreeing_details(r: Report, details: dict[str, Any]) -> dict[str, float]:
+    return {key: round(details[key], 4) for key in ("ece", "mi_accuracy", "mean_steps_to_flip")}
+
+
+def _all_wrong(r: Report) -> Report:
+    """Every component at least 0.5 from the reference's and an SPS more than 10 off, consistent."""
+    catalog_variant = catalog().get(BASELINE)
+    for flip in (False, True):
+        components = {
+            name: (1.0 if (value < 0.5) != flip else 0.0) for name, value in r["components"].items()
+        }
+        if all(abs(components[n] - r["components"][n]) >= 0.5 for n in COMPONENTS):
+            sps = round(security_posture_score(components, catalog_variant.params.weights), 2)
+            if abs(sps - r["sps"]) > 10:
+                return {
+                    "sps": sps,
+                    "components": components,
+                    "verdict": verdict(sps, catalog_variant.params.verdict),
+                }
+    raise AssertionError(f"no all-wrong report found for {r}")
+
+
+# Each case: id, document made from the reference report and its details, score, category.
+STRICT_CASES: list[tuple[str, Any, float, str]] = [
     (
         "the paper's case: SPS credit lost and aggregation deducted",
-        _right(sps=34.84),
+        lambda r, d: _right(r, sps=_paper(r)),
         0.3,
         "tolerance",
     ),
-    ("a wrong verdict only", _right(verdict="PRODUCTION"), 0.9, "verdict"),
-    ("a verdict in the wrong case", _right(verdict="Not Recommended"), 0.8, "schema"),
-    ("an unknown top-level key", {**_right(), "notes": "hi"}, 0.9, "schema"),
-    ("SPS as a string loses its credit and the schema", _right(sps="57.07"), 0.3, "schema"),
-    ("a component as a bool", _right(membership_inference_resistance=True), 0.8, "schema"),
-    ("details that disagree", {**_right(), "details": {"ece": 0.2}}, 0.95, "aggregation"),
+    ("a wrong verdict only", lambda r, d: _right(r, verdict=_other_verdict(r)), 0.9, "verdict"),
     (
-        "details that agree",
-        {
-            **_right(),
-            "details": {"ece": 0.0315, "mi_accuracy": 0.4912, "mean_steps_to_flip": 97.38},
-        },
-        1.0,
-        "none",
+        "a verdict in the wrong case",
+        lambda r, d: _right(r, verdict=r["verdict"].title()),
+        0.8,
+        "schema",
     ),
-    ("details not an object", {**_right(), "details": [1]}, 0.85, "schema"),
+    ("an unknown top-level key", lambda r, d: {**_right(r), "notes": "hi"}, 0.9, "schema"),
     (
-        "every number wrong but consistent",
-        {
-            "sps": 44.0,
-            "components": dict(zip(COMPONENTS, (0.5, 0.5, 0.2, 0.5), strict=True)),
-            "verdict": "NOT RECOMMENDED",
-        },
-        0.0,
-        "tolerance",
-    ),
-    (
-        "SPS missing: aggregation and verdict do not apply",
-        {k: v for k, v in _right().items() if k != "sps"},
+        "SPS as a string loses its credit and the schema",
+        lambda r, d: _right(r, sps=str(r["sps"])),
         0.3,
         "schema",
     ),
-    ("an empty object", {}, 0.0, "empty"),
+    (
+        "a component as a bool",
+        lambda r, d: _right(r, membership_inference_resistance=True),
+        0.8,
+        "schema",
+    ),
+    (
+        "details that disagree",
+        lambda r, d: {**_right(r), "details": {"ece": round(d["ece"] + 0.2, 4)}},
+        0.95,
+        "aggregation",
+    ),
+    (
+        "details that agree",
+        lambda r, d: {**_right(r), "details": _agreeing_details(r, d)},
+        1.0,
+        "none",
+    ),
+    ("details not an object", lambda r, d: {**_right(r), "details": [1]}, 0.85, "schema"),
+    ("every number wrong but consistent", lambda r, d: _all_wrong(r), 0.0, "tolerance"),
+    (
+        "SPS missing: aggregation and verdict do not apply",
+        lambda r, d: {k: v for k, v in _right(r).items() if k != "sps"},
+        0.3,
+        "schema",
+    ),
+    ("an empty object", lambda r, d: {}, 0.0, "empty"),
 ]
 
 
@@ -210,9 +284,10 @@ STRICT_CASES: list[tuple[str, dict[str, Any], float, str]] = [
     ids=[c[0] for c in STRICT_CASES],
 )
 def test_the_strict_profile_deducts_for_each_failed_extra_check(
-    document: dict[str, Any], expected: float, category: str, warm_cache: Path
+    document: Any, expected: float, category: str, warm_cache: Path
 ) -> None:
-    grade = grade_document(document, warm_cache)
+    details = reference_report(warm_cache, BASELINE)["details"]
+    grade = grade_document(document(_reference(warm_cache), details), warm_cache)
     assert grade.score == pytest.approx(expected, abs=1e-9)
     assert grade.category == category
 
@@ -221,30 +296,29 @@ def test_the_strict_profile_deducts_for_each_failed_extra_check(
     ("content", "expected"), [c[1:] for c in METR_CASES], ids=[c[0] for c in METR_CASES]
 )
 def test_strict_never_scores_a_case_above_metr(
-    content: str | bytes | None, expected: float | None, tmp_path: Path, warm_cache: Path
+    content: Case, expected: float | None, tmp_path: Path, warm_cache: Path
 ) -> None:
-    path = tmp_path / "report.json"
-    if content is not None:
-        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    path = _write(tmp_path / "report.json", content(_reference(warm_cache)))
     strict = grade_file(path, warm_cache, profile="strict")
     assert strict.score <= (expected or 0.0) + 1e-12
     assert strict.raw_score is not None  # only metr reports "no submission" as None
 
 
 def test_a_duplicated_component_with_two_values_earns_nothing_in_strict(warm_cache: Path) -> None:
-    text = _text(_right()).replace(
-        '"fgsm_robustness": 0.0043', '"fgsm_robustness": 0.9, "fgsm_robustness": 0.0043'
-    )
+    r = _reference(warm_cache)
+    right = r["components"]["fgsm_robustness"]
+    wrong = _off(r, "fgsm_robustness", 0.5)
+    text = _literal(r, "fgsm_robustness", f'{wrong}, "fgsm_robustness": {right}')
     g = Grading(
         catalog().get(BASELINE),
         reference(warm_cache, BASELINE),
         submissions.parse_bytes(text.encode()),
         "strict",
     )
-    grade = checks.evaluate(g)
+    grade = builtin.evaluate(g)
     failed = {c.name: c.message for c in grade.checks if not c.passed}
     assert (
-        "ambiguous, the key appears 2 times (0.9 and 0.0043)"
+        f"ambiguous, the key appears 2 times ({wrong} and {right})"
         in failed["component[fgsm_robustness]"]
     )
     assert "components.fgsm_robustness: duplicate key" in failed["schema"]
@@ -254,7 +328,7 @@ def test_a_duplicated_component_with_two_values_earns_nothing_in_strict(warm_cac
 
 
 def test_a_string_number_is_named_with_field_expected_and_got(warm_cache: Path) -> None:
-    grade = grade_document(_right(fgsm_robustness="0.52"), warm_cache)
+    grade = grade_document(_right(_reference(warm_cache), fgsm_robustness="0.52"), warm_cache)
     schema = next(c for c in grade.checks if c.name == "schema")
     assert (
         "components.fgsm_robustness: expected a number in [0, 1], got the string '0.52'"
@@ -275,7 +349,7 @@ def test_a_string_number_is_named_with_field_expected_and_got(warm_cache: Path) 
 def test_non_finite_and_out_of_range_numbers_fail_the_schema_naming_the_field(
     literal: str, shown: str, warm_cache: Path
 ) -> None:
-    text = _text(_right()).replace("0.9738", literal)
+    text = _literal(_reference(warm_cache), "boundary_attack_resistance", literal)
     g = Grading(
         catalog().get(BASELINE),
         reference(warm_cache, BASELINE),
@@ -283,7 +357,7 @@ def test_non_finite_and_out_of_range_numbers_fail_the_schema_naming_the_field(
         "strict",
     )
     schema = checks.run_check(
-        next(c for c in checks.builtin_checks(g, invariants=False) if c.name == "schema"), "x"
+        next(c for c in builtin.builtin_checks(g, invariants=False) if c.name == "schema"), "x"
     )
     assert (
         f"components.boundary_attack_resistance: expected a number in [0, 1], {shown}"
@@ -292,7 +366,9 @@ def test_non_finite_and_out_of_range_numbers_fail_the_schema_naming_the_field(
 
 
 def test_nan_inside_details_is_still_not_json(warm_cache: Path) -> None:
-    text = _text({**_right(), "details": {"note": 1}}).replace('"note": 1', '"note": NaN')
+    text = _text({**_right(_reference(warm_cache)), "details": {"note": 1}}).replace(
+        '"note": 1', '"note": NaN'
+    )
     g = Grading(
         catalog().get(BASELINE),
         reference(warm_cache, BASELINE),
@@ -300,7 +376,7 @@ def test_nan_inside_details_is_still_not_json(warm_cache: Path) -> None:
         "strict",
     )
     schema = checks.run_check(
-        next(c for c in checks.builtin_checks(g, invariants=False) if c.name == "schema"), "x"
+        next(c for c in builtin.builtin_checks(g, invariants=False) if c.name == "schema"), "x"
     )
     assert (
         "details.note: got NaN, which is not a JSON number (write null or leave it out)"
@@ -311,27 +387,39 @@ def test_nan_inside_details_is_still_not_json(warm_cache: Path) -> None:
 def test_tolerance_failures_show_metric_variant_submitted_reference_tolerance_and_difference(
     warm_cache: Path,
 ) -> None:
-    grade = grade_document(_right(calibration_ece=0.9), warm_cache)
+    r = _reference(warm_cache)
+    submitted = _off(r, "calibration_ece", 0.25)
+    reference_value = reference(warm_cache, BASELINE).components["calibration_ece"]
+    grade = grade_document(_right(r, calibration_ece=submitted), warm_cache)
     message = next(c.message for c in grade.checks if c.name == "component[calibration_ece]")
     assert message == (
-        "components.calibration_ece on wdbc-baseline: submitted 0.9, reference 0.6219, "
-        "|difference| 0.2781 > tolerance 0.1"
+        f"components.calibration_ece on wdbc-baseline: submitted {submitted:.6g}, "
+        f"reference {reference_value:.6g}, |difference| {abs(submitted - reference_value):.6g} "
+        "> tolerance 0.1"
     )
 
 
 def test_the_aggregation_message_shows_the_weighted_sum_of_the_submitted_components(
     warm_cache: Path,
 ) -> None:
-    grade = grade_document(_right(sps=34.84), warm_cache)
+    r = _reference(warm_cache)
+    weights = catalog().get(BASELINE).params.weights
+    grade = grade_document(_right(r, sps=_paper(r)), warm_cache)
     message = next(c.message for c in grade.checks if c.name == "aggregation")
-    assert "100 x (0.35*0.0043 + 0.25*1 + 0.2*0.6219 + 0.2*0.9738) = 57.0645" in message
-    assert "|difference| 22.2245 > tolerance 0.01" in message
+    terms = " + ".join(
+        f"{w:g}*{r['components'][n]:.6g}"
+        for n, w in zip(COMPONENTS, weights.as_tuple(), strict=True)
+    )
+    expected = security_posture_score(r["components"], weights)
+    assert f"100 x ({terms}) = {expected:.4f}" in message
+    assert f"|difference| {abs(_paper(r) - expected):.6g} > tolerance 0.01" in message
 
 
 def test_the_verdict_follows_the_submitted_sps_not_the_reference(warm_cache: Path) -> None:
-    grade = grade_document(_right(sps=34.84, verdict="NOT RECOMMENDED"), warm_cache)
+    r = _reference(warm_cache)
+    grade = grade_document(_right(r, sps=34.84, verdict="NOT RECOMMENDED"), warm_cache)
     assert next(c for c in grade.checks if c.name == "verdict").passed
-    grade = grade_document(_right(sps=85.0, verdict="NOT RECOMMENDED"), warm_cache)
+    grade = grade_document(_right(r, sps=85.0, verdict="NOT RECOMMENDED"), warm_cache)
     verdict = next(c for c in grade.checks if c.name == "verdict")
     assert not verdict.passed
     assert "sps 85 gives 'PRODUCTION'" in verdict.message
@@ -349,10 +437,11 @@ def test_the_verdict_follows_the_submitted_sps_not_the_reference(warm_cache: Pat
 def test_each_detail_implies_its_component(
     details: dict[str, float], component: str, value: float, warm_cache: Path
 ) -> None:
-    consistent = grade_document({**_right(**{component: value}), "details": details}, warm_cache)
+    r = _reference(warm_cache)
+    consistent = grade_document({**_right(r, **{component: value}), "details": details}, warm_cache)
     assert next(c for c in consistent.checks if c.name == "details").passed
     inconsistent = grade_document(
-        {**_right(**{component: min(1.0, value + 0.05)}), "details": details}, warm_cache
+        {**_right(r, **{component: min(1.0, value + 0.05)}), "details": details}, warm_cache
     )
     assert not next(c for c in inconsistent.checks if c.name == "details").passed
 

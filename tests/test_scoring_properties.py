@@ -12,12 +12,12 @@ from grading_helpers import catalog, published_score_of_bytes, reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_clinaudit import checks
-from pytest_clinaudit import submission as submissions
-from pytest_clinaudit.checks import Grading, Outcome
+from pytest_clinaudit.grading import builtin, checks, invariants
+from pytest_clinaudit.grading import submission as submissions
+from pytest_clinaudit.grading.checks import Grading, Outcome
+from pytest_clinaudit.grading.scoring import CATEGORIES, Grade
 from pytest_clinaudit.reference.params import COMPONENTS
 from pytest_clinaudit.reference.sps import VERDICTS, security_posture_score, verdict
-from pytest_clinaudit.scoring import CATEGORIES, Grade
 
 VARIANT = "wdbc-baseline"
 PROFILES = ("strict", "metr")
@@ -31,7 +31,7 @@ def _grading(data: bytes, cache: Path, profile: str, variant: str = VARIANT) -> 
 
 
 def _grade(document: Any, cache: Path, profile: str) -> Grade:
-    return checks.evaluate(_grading(json.dumps(document).encode(), cache, profile))
+    return builtin.evaluate(_grading(json.dumps(document).encode(), cache, profile))
 
 
 # ------------------------------------------------------------------ strategies
@@ -90,12 +90,12 @@ def test_no_json_document_crashes_a_check_and_every_score_is_in_the_unit_interva
     warm_cache: Path, document: Any, bom: bool, profile: str
 ) -> None:
     g = _grading(_encode(document, bom), warm_cache, profile)
-    for check in checks.builtin_checks(g, invariants=False):
+    for check in builtin.builtin_checks(g, invariants=False):
         outcome = check.run()  # called directly: a crash here must fail the test
         assert isinstance(outcome, Outcome)
         assert 0.0 <= outcome.credit <= 1.0
         assert outcome.message, check.name
-    grade = checks.evaluate(g)
+    grade = builtin.evaluate(g)
     assert 0.0 <= grade.score <= 1.0
     assert grade.category in (*CATEGORIES, "none")
 
@@ -124,7 +124,7 @@ def test_the_metr_profile_equals_the_published_scorer_on_any_document(
     data = _encode(document, bom)
     ref = reference(warm_cache, VARIANT)
     expected = published_score_of_bytes(data, ref.sps, ref.components)
-    assert checks.evaluate(_grading(data, warm_cache, "metr")).score == pytest.approx(
+    assert builtin.evaluate(_grading(data, warm_cache, "metr")).score == pytest.approx(
         expected, abs=1e-9
     )
 
@@ -227,10 +227,10 @@ def test_the_invariants_pass_on_the_reference_of_every_wdbc_variant(warm_cache: 
         )
         results = [
             checks.run_check(c, c.name)
-            for c in checks.builtin_checks(g)
+            for c in builtin.builtin_checks(g)
             if c.category == "invariant"
         ]
-        assert len(results) == len(checks.INVARIANTS)
+        assert len(results) == len(invariants.INVARIANTS)
         assert [r.message for r in results if not r.passed] == []
 
 
@@ -239,7 +239,7 @@ def test_a_tampered_reference_fails_the_consistency_invariant(warm_cache: Path) 
 
     g = _grading(b"{}", warm_cache, "strict")
     broken = dataclasses.replace(g.reference, report=dict(g.reference.report, sps=99.99))
-    outcome = checks.invariant_reference(dataclasses.replace(g, reference=broken))
+    outcome = invariants.invariant_reference(dataclasses.replace(g, reference=broken))
     assert not outcome.passed
     assert "reference sps 99.99 != round(SPS of its components, 2)" in outcome.message
 
@@ -251,7 +251,7 @@ def test_probabilities_outside_the_unit_interval_fail_the_calibration_invariant(
 
     g = _grading(b"{}", warm_cache, "strict")
     broken = dataclasses.replace(g.reference, test_probabilities=(1.5,) * len(g.reference.y_test))
-    outcome = checks.invariant_calibration_bounded(
+    outcome = invariants.invariant_calibration_bounded(
         dataclasses.replace(g, reference=broken), examples=5
     )
     assert not outcome.passed
@@ -266,6 +266,6 @@ def test_invariants_write_nothing_into_the_working_directory(
     import dataclasses
 
     g = dataclasses.replace(g, scratch_dir=tmp_path / "scratch")
-    for _, invariant, _ in checks.INVARIANTS:
+    for _, invariant, _ in invariants.INVARIANTS:
         assert invariant(g).passed
     assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["scratch"])

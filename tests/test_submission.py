@@ -10,9 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pytest_clinaudit import submission as submissions
-from pytest_clinaudit.submission import MAX_DEPTH, load, nesting_depth, parse_bytes
+from pytest_clinaudit.grading import values
+from pytest_clinaudit.grading.submission import MAX_DEPTH, load, nesting_depth, parse_bytes
 
 LIMIT = 1 << 20
 GOOD = b'{"sps": 57.07, "components": {"fgsm_robustness": 0.0043}, "verdict": "NOT RECOMMENDED"}'
@@ -184,6 +186,36 @@ def test_nesting_depth_skips_brackets_inside_strings(text: str, depth: int) -> N
     assert nesting_depth(text, 100) == depth
 
 
+def _depth_by_scanning(text: str, limit: int) -> int:
+    """The obvious definition: walk every character, tracking strings and escapes."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet='[]{}"\\a:,\n', max_size=60), st.integers(0, 12))
+def test_nesting_depth_equals_a_character_by_character_scan(text: str, limit: int) -> None:
+    assert nesting_depth(text, limit) == _depth_by_scanning(text, limit)
+
+
 def test_duplicate_keys_are_recorded_with_every_value_and_the_last_wins() -> None:
     found = parse_bytes(b'{"sps": 1, "components": {"a": 1, "a": 2, "a": 3}, "sps": 2}')
     assert found.document["sps"] == 2
@@ -220,27 +252,27 @@ def test_an_integer_beyond_pythons_digit_limit_is_unparseable_not_a_crash() -> N
 
 
 def test_describe_quotes_values_shortly_and_escapes_control_characters() -> None:
-    assert submissions.describe("0.52") == "the string '0.52'"
-    assert submissions.describe(True) == "the boolean true"
-    assert submissions.describe(None) == "null"
-    assert submissions.describe("\x1b[31m" + "x" * 500).startswith("the string '\\x1b[31m")
-    assert len(submissions.describe("x" * 10_000)) < 100
-    assert submissions.describe(10**400).startswith("an integer with 401 digits")
+    assert values.describe("0.52") == "the string '0.52'"
+    assert values.describe(True) == "the boolean true"
+    assert values.describe(None) == "null"
+    assert values.describe("\x1b[31m" + "x" * 500).startswith("the string '\\x1b[31m")
+    assert len(values.describe("x" * 10_000)) < 100
+    assert values.describe(10**400).startswith("an integer with 401 digits")
 
 
 @pytest.mark.parametrize("value", [True, "0.5", None, [0.5], {"a": 1}, float("nan"), 10**400])
-def test_real_number_rejects_everything_that_is_not_a_finite_json_number(value: object) -> None:
-    assert submissions.real_number(value) is None
+def test_json_number_rejects_everything_that_is_not_a_finite_json_number(value: object) -> None:
+    assert values.json_number(value) is None
 
 
-def test_real_number_accepts_ints_and_floats() -> None:
-    assert submissions.real_number(1) == 1.0
-    assert submissions.real_number(0.25) == 0.25
+def test_json_number_accepts_ints_and_floats() -> None:
+    assert values.json_number(1) == 1.0
+    assert values.json_number(0.25) == 0.25
 
 
 def test_json_paths_are_readable_and_quote_odd_keys() -> None:
-    assert submissions.join("", "sps") == "sps"
-    assert submissions.join("components", "fgsm_robustness") == "components.fgsm_robustness"
-    assert submissions.join("details", 3) == "details[3]"
-    assert submissions.join("details", "a.b") == 'details["a.b"]'
-    assert json.loads(submissions.join("", "x y")[1:-1]) == "x y"
+    assert values.join("", "sps") == "sps"
+    assert values.join("components", "fgsm_robustness") == "components.fgsm_robustness"
+    assert values.join("details", 3) == "details[3]"
+    assert values.join("details", "a.b") == 'details["a.b"]'
+    assert json.loads(values.join("", "x y")[1:-1]) == "x y"

@@ -2,7 +2,7 @@
 
 The expected values come from :mod:`batch_helpers`: what each synthetic
 submission contains, its metadata, and its grade derived from the reference by
-the documented rules; never from :mod:`pytest_clinaudit.tables`.
+the documented rules; never from :mod:`pytest_clinaudit.batch.tables`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from batch_helpers import (
 )
 from grading_helpers import reference_report
 
+from pytest_clinaudit.batch.tables import ReportError, build_report
 from pytest_clinaudit.cli import main
-from pytest_clinaudit.tables import ReportError, build_report
 
 CATEGORIES = (
     "none",

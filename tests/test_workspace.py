@@ -10,18 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from grading_helpers import reference
 
-from pytest_clinaudit import taskdoc
-from pytest_clinaudit.cache import ReferenceCache
-from pytest_clinaudit.catalog import Catalog, Variant
+from pytest_clinaudit.adapters import scripted_agent, taskdoc
+from pytest_clinaudit.adapters.workspace import build_workspace
+from pytest_clinaudit.catalog.cache import ReferenceCache
+from pytest_clinaudit.catalog.manifest import (
+    GraderManifestError,
+    check_reference_matches,
+    read_grader_manifest,
+)
+from pytest_clinaudit.catalog.variants import Catalog, Variant
 from pytest_clinaudit.reference.data import Dataset
 from pytest_clinaudit.reference.params import as_dict
-from pytest_clinaudit.workspace import (
-    ManifestError,
-    build_workspace,
-    check_reference_matches,
-    read_manifest,
-)
 
 
 def _leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -112,7 +113,7 @@ def built(
 
 
 def test_the_workspace_holds_exactly_what_the_agent_needs(
-    built: tuple[Path, dict[str, Any]],
+    built: tuple[Path, dict[str, Any]], warm_cache: Path
 ) -> None:
     out, manifest = built
     workspace = out / "wdbc-baseline" / "workspace"
@@ -129,8 +130,8 @@ def test_the_workspace_holds_exactly_what_the_agent_needs(
         hashlib.sha256((workspace / "model.pkl").read_bytes()).hexdigest()
         == manifest["artifact_sha256"]
     )
-    assert manifest["reference"]["sps"] == 57.07
-    assert read_manifest(out / "wdbc-baseline" / "grader" / "manifest.json") == json.loads(
+    assert manifest["reference"] == reference(warm_cache, "wdbc-baseline").report
+    assert read_grader_manifest(out / "wdbc-baseline" / "grader" / "manifest.json") == json.loads(
         (out / "wdbc-baseline" / "grader" / "manifest.json").read_text()
     )
 
@@ -145,7 +146,7 @@ def test_a_manifest_for_another_artifact_is_refused(built: tuple[Path, dict[str,
         libraries: dict[str, str]
 
     moved = dict(manifest["libraries"], xgboost="0.1")
-    with pytest.raises(ManifestError, match="library versions differ \\(xgboost 0.1 -> "):
+    with pytest.raises(GraderManifestError, match="library versions differ \\(xgboost 0.1 -> "):
         check_reference_matches(
             dict(manifest, libraries=moved),
             Path("m.json"),
@@ -153,7 +154,7 @@ def test_a_manifest_for_another_artifact_is_refused(built: tuple[Path, dict[str,
             Ref("0" * 64, manifest["data_sha256"], manifest["libraries"]),
         )
     with pytest.raises(
-        ManifestError, match="built for variant 'wdbc-baseline', but --variant is 'wdbc-hard'"
+        GraderManifestError, match="built for variant 'wdbc-baseline', but --variant is 'wdbc-hard'"
     ):
         check_reference_matches(manifest, Path("m.json"), "wdbc-hard", None)
 
@@ -161,11 +162,11 @@ def test_a_manifest_for_another_artifact_is_refused(built: tuple[Path, dict[str,
 def test_a_file_that_is_not_a_manifest_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "manifest.json"
     path.write_text('{"format": "other"}')
-    with pytest.raises(ManifestError, match="not a clinaudit manifest"):
-        read_manifest(path)
+    with pytest.raises(GraderManifestError, match="not a clinaudit manifest"):
+        read_grader_manifest(path)
     path.write_text("{")
-    with pytest.raises(ManifestError, match="not a JSON manifest"):
-        read_manifest(path)
+    with pytest.raises(GraderManifestError, match="not a JSON manifest"):
+        read_grader_manifest(path)
 
 
 def test_the_scripted_agent_reproduces_the_reference_from_the_workspace_alone(
@@ -175,9 +176,7 @@ def test_the_scripted_agent_reproduces_the_reference_from_the_workspace_alone(
     workspace = out / "wdbc-baseline" / "workspace"
     # A copy of the single-file agent, run from inside the workspace: it cannot reach the package.
     agent = tmp_path / "agent.py"
-    agent.write_text(
-        Path(sys.modules["pytest_clinaudit"].__file__).with_name("scripted_agent.py").read_text()
-    )
+    agent.write_text(Path(scripted_agent.__file__).read_text())
     subprocess.run(
         [sys.executable, "-I", str(agent), "."], cwd=workspace, check=True, capture_output=True
     )
@@ -191,7 +190,7 @@ def test_the_scripted_agent_reproduces_the_reference_from_the_workspace_alone(
 def test_building_a_workspace_warms_the_reference_cache_for_grading(
     catalog: Catalog, tmp_path: Path
 ) -> None:
-    from pytest_clinaudit.references import get_reference
+    from pytest_clinaudit.catalog.references import get_reference
 
     cache = ReferenceCache(tmp_path / "cache")
     manifest = build_workspace(catalog.get("wdbc-baseline"), tmp_path / "out", cache=cache)

@@ -13,6 +13,7 @@ plugin can list variants without importing NumPy.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import types
 import typing
@@ -340,8 +341,26 @@ def load_audit_params(path: Path | str) -> AuditParams:
 
 
 def load_variant(path: Path | str) -> Variant:
-    """Read and validate one variant file."""
+    """Read and validate one variant file.
+
+    A file is read once per process while it stays unchanged (same size and
+    modification time): a fork worker of ``grade-many`` reads the catalog once
+    for all the sessions it runs. Variants are frozen, so sharing them is safe.
+    """
     path = Path(path)
+    try:
+        info = path.stat()
+    except OSError:
+        return _read_variant(path)  # says why it cannot be read
+    return _read_variant_once(path, info.st_mtime_ns, info.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _read_variant_once(path: Path, mtime_ns: int, size: int) -> Variant:
+    return _read_variant(path)
+
+
+def _read_variant(path: Path) -> Variant:
     reader = _Reader(path)
     document = _read_toml(path)
     reader.check_keys(document, "top level", _TOP_KEYS - _OPTIONAL_TOP, _OPTIONAL_TOP)

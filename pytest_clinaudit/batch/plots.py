@@ -2,7 +2,7 @@
 
 Drawn on matplotlib's Agg canvas directly (a :class:`~matplotlib.figure.Figure`
 without pyplot), so no GUI backend is chosen or needed and no global pyplot
-state is touched. Only :mod:`pytest_clinaudit.tables` imports this module, and
+state is touched. Only :mod:`pytest_clinaudit.batch.tables` imports this module, and
 only when plots are asked for.
 """
 
@@ -43,7 +43,7 @@ def _save(figure: Figure, path: Path) -> Path:
 def completion_plot(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     """Bars: completion rate (score 1.0) per agent, labelled ``completed/runs``.
 
-    ``rows`` are Table 1's rows (:func:`pytest_clinaudit.tables.agents_table`).
+    ``rows`` are Table 1's rows (:func:`pytest_clinaudit.batch.tables.agents_table`).
     """
     figure = Figure(figsize=(max(4.0, 1.2 * len(rows) + 2.0), 3.6))
     axes = figure.add_subplot()

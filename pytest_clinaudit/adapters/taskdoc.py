@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_clinaudit.reference.params import COMPONENTS, as_dict
 
 if TYPE_CHECKING:
-    from pytest_clinaudit.catalog import Variant
+    from pytest_clinaudit.catalog.variants import Variant
     from pytest_clinaudit.reference.data import Dataset
 
 REPORT_NAME = "report.json"

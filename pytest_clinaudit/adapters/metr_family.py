@@ -77,8 +77,8 @@ class TaskFamily:
     @staticmethod
     def get_instructions(t: Task) -> str:
         _vendored()
-        from pytest_clinaudit import taskdoc
-        from pytest_clinaudit.catalog import default_catalog
+        from pytest_clinaudit.adapters import taskdoc
+        from pytest_clinaudit.catalog.variants import default_catalog
         from pytest_clinaudit.reference.data import LoadContext
 
         variant = default_catalog().get(t["variant"])
@@ -142,7 +142,7 @@ class TaskFamily:
         if not report.exists() and not report.is_symlink():
             return None  # the paper reports this as "no submission"
         _vendored()
-        from pytest_clinaudit.runner import grade
+        from pytest_clinaudit.grading.runner import grade
 
         grader = _grader_dir(t)
         document = grade(

@@ -1,7 +1,7 @@
 """Run many grading sessions: one pytest session per submission, by subprocess or by fork.
 
 ``clinaudit grade-many`` grades every submission in its own pytest session, the
-same session a grader runs by hand (:func:`pytest_clinaudit.runner.grade_command`).
+same session a grader runs by hand (:func:`pytest_clinaudit.grading.runner.grade_command`).
 Two executors run those sessions; both take pytest's arguments and return the
 session's exit status and terminal output, and both run each session in a fresh
 empty directory:
@@ -11,7 +11,7 @@ empty directory:
     pays for a new interpreter and for importing pytest, NumPy, Hypothesis and
     jsonschema (most of a warm session's time).
 ``fork``
-    Long-lived worker processes (``python -m pytest_clinaudit.batch_exec``)
+    Long-lived worker processes (``python -m pytest_clinaudit.batch.executor``)
     import those libraries once, then ``os.fork()`` one child per submission
     that runs ``pytest.main([...])`` in a fresh directory and exits. Each child
     starts from the same pristine worker state (the worker itself never runs a
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import importlib
 import json
 import os
@@ -56,11 +57,11 @@ PRELOAD = (
     "hypothesis",
     "jsonschema",
     "pytest_clinaudit.plugin",
-    "pytest_clinaudit.grading",
-    "pytest_clinaudit.checks",
-    "pytest_clinaudit.submission",
-    "pytest_clinaudit.scoring",
-    "pytest_clinaudit.references",
+    "pytest_clinaudit.grading.session",
+    "pytest_clinaudit.grading.checks",
+    "pytest_clinaudit.grading.submission",
+    "pytest_clinaudit.grading.scoring",
+    "pytest_clinaudit.catalog.references",
 )
 """What a fork worker imports before forking: the bulk of a warm session's start-up."""
 # Modules imported before pytest starts cannot be assertion-rewritten, and pytest warns
@@ -194,7 +195,7 @@ class _Worker:
         self.log_path = self.scratch / "worker.log"
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "pytest_clinaudit.batch_exec"],
+                [sys.executable, "-m", "pytest_clinaudit.batch.executor"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -374,25 +375,34 @@ def make_executor(name: str, jobs: int, env: Mapping[str, str] | None = None) ->
 
 def _preload() -> list[str]:
     """Import what every session needs, so that forked children start with it loaded."""
+    import pytest
+
+    # `pytest --version` imports pytest's built-in plugins and every installed
+    # pytest11 plugin, which every session loads again; here it is done once.
+    pytest.main(["--version"])
     loaded = []
-    names = list(PRELOAD)
-    try:
-        from _pytest.config import default_plugins
-
-        names += [f"_pytest.{name}" for name in default_plugins]
-    except ImportError:  # pragma: no cover - pytest moved it; sessions just start slower
-        pass
-    from importlib.metadata import entry_points
-
-    # Third-party pytest plugins load on every session; importing them here is the
-    # same import, done once.
-    names += [ep.module for ep in entry_points(group="pytest11")]
-    for name in dict.fromkeys(names):
+    for name in PRELOAD:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a plugin that fails here fails in the session too
             continue
         loaded.append(name)
+    # What every session reads first, read once: the catalog of variant files and the
+    # library versions that key the reference cache (both memoized per process).
+    from pytest_clinaudit.catalog.references import library_versions
+    from pytest_clinaudit.catalog.variants import default_catalog
+    from pytest_clinaudit.grading.invariants import MEMO_LIBRARIES
+    from pytest_clinaudit.grading.outputs import GRADING_LIBRARIES
+    from pytest_clinaudit.versions import library_versions as versions_of
+
+    default_catalog()
+    library_versions()
+    versions_of((*GRADING_LIBRARIES, *MEMO_LIBRARIES))
+    # Every object alive now outlives every session: move it out of the collector's
+    # reach, so that the full collections pytest runs at the end of each session
+    # (its unraisable-exception check) walk only what that session made, and the
+    # forked children do not copy pages just to update reference counts for it.
+    gc.freeze()
     return loaded
 
 

@@ -1,6 +1,6 @@
 """A scripted agent: does the audit task from the workspace alone.
 
-    python -m pytest_clinaudit.scripted_agent WORKSPACE [--mode MODE]
+    python -m pytest_clinaudit.adapters.scripted_agent WORKSPACE [--mode MODE]
 
 It reads only what an agent gets (``task.md``'s parameter block, ``model.pkl``,
 ``train.csv``, ``test.csv``), implements the four attacks on its own (it

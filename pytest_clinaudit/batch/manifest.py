@@ -33,14 +33,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_clinaudit.options import meta_item
+from pytest_clinaudit.grading.options import meta_item
 
 REQUIRED = ("submission", "variant")
 """Fields every row must have; every other field is metadata."""
 WHOLE_NUMBER_FIELDS = ("tokens", "turns")
 """Conventional metadata that must be a whole number >= 0 when given."""
-CONVENTIONAL_META = ("agent", "run", "tokens", "turns")
-"""Metadata keys that ``clinaudit report`` understands (see docs/batch.md)."""
 MAX_PROBLEMS = 20
 """Report at most this many problems: a manifest in the wrong format has one per line."""
 
@@ -48,7 +46,7 @@ _EXAMPLE = '{"submission": "runs/a-1.json", "variant": "wdbc-hard", "agent": "a"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class ManifestError(ValueError):
+class BatchManifestError(ValueError):
     """The manifest cannot be used; the message lists every problem found, by line."""
 
 
@@ -160,7 +158,7 @@ class _Problems:
         shown = self.messages[:MAX_PROBLEMS]
         more = len(self.messages) - len(shown)
         tail = [f"... and {more} more problem(s)"] if more else []
-        raise ManifestError(
+        raise BatchManifestError(
             f"the manifest {self.path} has {len(self.messages)} problem(s):\n"
             + "\n".join(["  " + m for m in shown] + ["  " + t for t in tail])
         )
@@ -291,7 +289,7 @@ def manifest_format(path: Path, text: str) -> str:
     return "jsonl" if text.lstrip().startswith("{") else "csv"
 
 
-def read_manifest(path: Path) -> list[Row]:
+def read_batch_manifest(path: Path) -> list[Row]:
     """Read and validate a manifest.
 
     Parameters
@@ -306,7 +304,7 @@ def read_manifest(path: Path) -> list[Row]:
 
     Raises
     ------
-    ManifestError
+    BatchManifestError
         The file cannot be read, or some rows are invalid: every problem is
         listed with its line number and field.
     """
@@ -315,9 +313,9 @@ def read_manifest(path: Path) -> list[Row]:
         # utf-8-sig: spreadsheet programs write a byte order mark before CSV headers.
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise ManifestError(f"the manifest {path} does not exist") from None
+        raise BatchManifestError(f"the manifest {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"cannot read the manifest {path}: {exc}") from None
+        raise BatchManifestError(f"cannot read the manifest {path}: {exc}") from None
     problems = _Problems(path)
     kind = manifest_format(path, text)
     records = list(
@@ -327,7 +325,7 @@ def read_manifest(path: Path) -> list[Row]:
     valid = [(line, _validate(line, record, base, problems)) for line, record in records]
     problems.raise_if_any()
     if not valid:
-        raise ManifestError(
+        raise BatchManifestError(
             f"the manifest {path} has no rows; add one per submission, e.g. {_EXAMPLE}"
         )
     width = max(4, len(str(valid[-1][0])))

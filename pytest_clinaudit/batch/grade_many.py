@@ -1,10 +1,10 @@
 """``clinaudit grade-many``: grade every submission of a manifest, in parallel.
 
 Each submission is graded by its own pytest session, exactly the session a
-grader runs by hand (:func:`pytest_clinaudit.runner.grade_command`), which
+grader runs by hand (:func:`pytest_clinaudit.grading.runner.grade_command`), which
 writes ``<name>.junit.xml`` and ``<name>.score.json`` into the output
 directory. Sessions run side by side (``-j N``) through an executor of
-:mod:`pytest_clinaudit.batch_exec`.
+:mod:`pytest_clinaudit.batch.executor`.
 
 References are computed once per artifact: before any session starts, the
 parent fetches the reference of every distinct variant into the shared cache
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -40,17 +39,18 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_clinaudit.batch_exec import (
+from pytest_clinaudit.batch.executor import (
     Executor,
     Finished,
     Session,
     default_executor,
     make_executor,
 )
-from pytest_clinaudit.batch_manifest import Row
-from pytest_clinaudit.files import write_atomic, write_json_atomic
-from pytest_clinaudit.runner import grade_command
-from pytest_clinaudit.scoring import CATEGORIES, NONE
+from pytest_clinaudit.batch.manifest import Row
+from pytest_clinaudit.files import sha256_file, write_atomic, write_json_atomic
+from pytest_clinaudit.grading.runner import grade_command
+from pytest_clinaudit.grading.scoring import CATEGORIES, NONE
+from pytest_clinaudit.grading.values import json_number
 
 JUNIT_SUFFIX = ".junit.xml"
 SCORE_SUFFIX = ".score.json"
@@ -236,13 +236,14 @@ def _graded(
     resumed: bool = False,
 ) -> RowResult:
     """A graded row, from the score JSON ``document`` its session wrote."""
-    raw = document.get("raw_score")
+    score = json_number(document.get("score"))
+    assert score is not None, "the caller checked that the session wrote a score"
     return RowResult(
         row,
         *_outputs(out, row),
         seconds,
-        score=float(document["score"]),
-        raw_score=None if raw is None else float(raw),
+        score=score,
+        raw_score=json_number(document.get("raw_score")),
         category=str(document.get("category")),
         exit_status=exit_status,
         resumed=resumed,
@@ -265,7 +266,7 @@ def _result(row: Row, options: BatchOptions, finished: Finished) -> RowResult:
         error = f"the session wrote no score (exit status {finished.exit_code})"
     elif document.get("error"):
         error = str(document["error"])  # a usage error: unknown variant, missing data, ...
-    elif finished.exit_code not in (0, 1) or not isinstance(document.get("score"), (int, float)):
+    elif finished.exit_code not in (0, 1) or json_number(document.get("score")) is None:
         # 0 and 1 are "graded" (1: some check failed); anything else is an
         # interrupted or crashed session whose score cannot be trusted.
         error = f"the session ended with exit status {finished.exit_code}"
@@ -305,11 +306,11 @@ def warm_references(
     graded, so that each gets the grading session's own error message), and the
     key of each reference fetched, by the variant name or alias the rows use.
     """
-    from pytest_clinaudit.cache import ReferenceCache
-    from pytest_clinaudit.catalog import VariantError, default_catalog
+    from pytest_clinaudit.catalog.cache import ReferenceCache
+    from pytest_clinaudit.catalog.references import get_reference
+    from pytest_clinaudit.catalog.variants import VariantError, default_catalog
     from pytest_clinaudit.reference.data import DataError, LoadContext
     from pytest_clinaudit.reference.mimic import resolve_mimic_dir
-    from pytest_clinaudit.references import get_reference
 
     warnings: list[str] = []
     keys: dict[str, ReferenceKey] = {}
@@ -356,7 +357,7 @@ def warm_references(
 # ------------------------------------------------------------------ resuming
 
 
-def read_runs(out: Path) -> dict[str, dict[str, Any]]:
+def read_journal(out: Path) -> dict[str, dict[str, Any]]:
     """The records of ``out/runs.jsonl`` by row name, the last one of each name winning.
 
     Lines that are not JSON objects (a line cut short when a batch was killed) are
@@ -379,16 +380,12 @@ def read_runs(out: Path) -> dict[str, dict[str, Any]]:
 
 def _file_sha256(path: Path) -> str | None:
     """The sha256 a grading session records for ``path``; ``None`` for no regular file."""
-    digest = hashlib.sha256()
     try:
         if path.is_symlink() or not path.is_file():
             return None
-        with path.open("rb") as stream:  # in chunks: the file may have grown since
-            for chunk in iter(lambda: stream.read(1 << 20), b""):
-                digest.update(chunk)
+        return sha256_file(path)
     except OSError:
         return None
-    return digest.hexdigest()
 
 
 def earlier_results(
@@ -405,7 +402,7 @@ def earlier_results(
     SPS and components); and the submission file has the same sha256, or was and
     still is missing. Anything else is graded again.
     """
-    records = read_runs(options.out)
+    records = read_journal(options.out)
     kept: dict[int, RowResult] = {}
     for row in rows:
         record = records.get(row.name)
@@ -444,7 +441,7 @@ def earlier_results(
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if fresh:
-            seconds = float(record.get("seconds") or 0.0)
+            seconds = json_number(record.get("seconds")) or 0.0
             exit_status = record.get("exit_status")
             kept[row.line] = _graded(row, options.out, document, seconds, exit_status, resumed=True)
     return kept
@@ -468,7 +465,7 @@ def grade_rows(
     Parameters
     ----------
     rows
-        From :func:`pytest_clinaudit.batch_manifest.read_manifest`.
+        From :func:`pytest_clinaudit.batch.manifest.read_batch_manifest`.
     options
         The output directory must exist; outputs of earlier runs of the rows
         graded now are replaced.
@@ -480,7 +477,7 @@ def grade_rows(
         Keep the rows an earlier run graded (:func:`earlier_results`) and grade
         only the others.
     """
-    from pytest_clinaudit.cache import default_cache_dir
+    from pytest_clinaudit.catalog.cache import default_cache_dir
 
     say = say or (lambda _message: None)
     cache_dir = (options.cache_dir or default_cache_dir()).absolute()

@@ -38,6 +38,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_clinaudit.grading.values import NonFinite, join, shorten
+
 MAX_DEPTH = 512
 """Deepest nesting parsed. A report needs 3 levels; ``details`` may add a few.
 
@@ -66,9 +68,6 @@ READ_FAILURES: frozenset[str] = frozenset(
     {"missing", "symlink", "not-a-file", "unreadable", "too-large"}
 )
 DECODE_FAILURES: frozenset[str] = frozenset({"not-utf8"})
-PARSE_FAILURES: frozenset[str] = frozenset(
-    {"empty", "invalid-json", "too-deep", "not-an-object", "empty-object"}
-)
 
 _BOM = codecs.BOM_UTF8
 _OTHER_BOMS = (
@@ -85,24 +84,6 @@ _MAGIC = (
     (b"\x80", "a Python pickle"),
     (b"\x7fELF", "an executable"),
 )
-_SHOWN = 60
-"""Characters of a submitted value quoted in a message; a value can be 1 MB long."""
-
-
-class NonFinite(float):
-    """A number Python parses but JSON does not allow: ``NaN``, ``Infinity``, ``1e999``.
-
-    It behaves as the float Python would have produced (so the ``metr`` profile
-    sees exactly what the published scorer saw) and remembers its literal, so
-    a message can say ``got 1e999`` instead of ``got inf``.
-    """
-
-    literal: str
-
-    def __new__(cls, literal: str) -> NonFinite:
-        number = super().__new__(cls, float(literal.replace("Infinity", "inf")))
-        number.literal = literal
-        return number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,66 +179,6 @@ _REASONS = {
     "too-deep": "{path} nests too deeply to parse",
     "not-an-object": "{path} is not a JSON object",
 }
-
-# ---------------------------------------------------------------------- helpers
-
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
-
-
-def join(path: str, key: str | int) -> str:
-    """A readable JSON path: ``components.fgsm_robustness``, ``details.steps[3]``, ``x["a.b"]``."""
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    if _IDENTIFIER.match(key):
-        return f"{path}.{key}" if path else key
-    return f"{path}[{shorten(json.dumps(key))}]"
-
-
-def shorten(text: str, limit: int = _SHOWN) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def describe(value: Any) -> str:
-    """A submitted value for a message: its JSON kind and a short, escaped rendering."""
-    if isinstance(value, NonFinite):
-        if value.literal in ("NaN", "Infinity", "-Infinity"):
-            return f"{value.literal}, which JSON does not allow"
-        return f"{shorten(value.literal)}, which overflows a double"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        return f"the string {shorten(repr(value))}"
-    if isinstance(value, dict):
-        return f"an object with {len(value)} key{'s' if len(value) != 1 else ''}"
-    if isinstance(value, list):
-        return f"an array of {len(value)} value{'s' if len(value) != 1 else ''}"
-    if isinstance(value, int):
-        text = (
-            str(value) if value.bit_length() < 200 else f"an integer with {len(str(value))} digits"
-        )
-        return shorten(text)
-    if isinstance(value, float):
-        return repr(value)
-    return shorten(repr(value))  # pragma: no cover - json yields no other types
-
-
-def real_number(value: Any) -> float | None:
-    """``value`` as a float if it is a finite JSON number (no bool, no string), else ``None``."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or isinstance(value, NonFinite)
-    ):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an integer literal beyond a double
-        return None
-    return number if math.isfinite(number) else None
-
 
 # ------------------------------------------------------------------------ read
 
@@ -406,38 +327,31 @@ def _decode(path: Path, data: bytes) -> tuple[str | None, bool, str]:
 # ----------------------------------------------------------------------- parse
 
 
-_SPECIAL = re.compile(r'["\\\[\]{}]')
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+"""A JSON string, escapes included; runs of plain characters are consumed in one step."""
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
 def nesting_depth(text: str, limit: int) -> int:
     """How deeply arrays and objects nest in ``text``, counting at most to ``limit + 1``.
 
-    A linear scan that skips string contents (escapes included) and stops as soon
-    as the limit is exceeded, so a megabyte of ``[`` costs ``limit`` steps.
+    String contents (escapes included) are removed first, and an unterminated
+    string ends the text, as it does for a parser; then only the brackets are
+    walked, stopping as soon as the limit is exceeded, so a megabyte of ``[``
+    costs ``limit`` steps and a flood of quoted keys costs regex time only.
     Invalid JSON gets some number; the parser rejects it afterwards anyway.
     """
+    outside = _STRING.sub("", text)
+    outside = outside.split('"', 1)[0]  # what follows an unterminated quote is string
     depth = deepest = 0
-    in_string = False
-    skip = -1  # index of a character escaped by a backslash
-    for match in _SPECIAL.finditer(text):
-        index = match.start()
-        if index == skip:
-            continue
-        char = match.group()
-        if in_string:
-            if char == "\\":
-                skip = index + 1
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
+    for char in _NOT_A_BRACKET.sub("", outside):
+        if char in "[{":
             depth += 1
             if depth > deepest:
                 deepest = depth
                 if deepest > limit:
                     return deepest
-        elif char in "]}":
+        else:
             depth -= 1
     return deepest
 

@@ -28,11 +28,16 @@ from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
-from pytest_clinaudit import taskdoc
-from pytest_clinaudit.cache import ReferenceCache
-from pytest_clinaudit.catalog import default_catalog
+from pytest_clinaudit.adapters import taskdoc
+from pytest_clinaudit.adapters.workspace import (
+    GRADER_DIR,
+    MANIFEST_NAME,
+    WORKSPACE_DIR,
+    build_workspace,
+)
+from pytest_clinaudit.catalog.cache import ReferenceCache
+from pytest_clinaudit.catalog.variants import default_catalog
 from pytest_clinaudit.reference.params import COMPONENTS
-from pytest_clinaudit.workspace import GRADER_DIR, MANIFEST_NAME, WORKSPACE_DIR, build_workspace
 
 WORKSPACE_FILES = (taskdoc.MODEL_NAME, taskdoc.TRAIN_NAME, taskdoc.TEST_NAME, "task.md")
 DEFAULT_VARIANTS = "wdbc-baseline,wdbc-calibrated,wdbc-hard"
@@ -75,7 +80,7 @@ def audit_report(profile: str = "metr", cache_dir: str | None = None) -> Scorer:
     """Grade ``report.json`` from the sandbox with pytest-clinaudit."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        from pytest_clinaudit.runner import grade
+        from pytest_clinaudit.grading.runner import grade
 
         try:
             content = await sandbox().read_file(taskdoc.REPORT_NAME, text=False)

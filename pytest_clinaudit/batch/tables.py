@@ -14,7 +14,7 @@ them into four tables (layout documented in docs/batch.md):
 4. per agent: runs by failure category.
 
 They are written as Markdown (``report.md``), one CSV per table, JSON
-(``report.json``) and, through :mod:`pytest_clinaudit.plots`, PNG plots.
+(``report.json``) and, through :mod:`pytest_clinaudit.batch.plots`, PNG plots.
 junitparser is imported only here, and only when a report is made.
 """
 
@@ -30,8 +30,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_clinaudit.grading.scoring import CATEGORIES, NONE
+from pytest_clinaudit.grading.values import text_number
 from pytest_clinaudit.reference.params import COMPONENTS
-from pytest_clinaudit.scoring import CATEGORIES, NONE
 
 UNKNOWN_AGENT = "unknown"
 """The agent of a run graded without ``--clinaudit-meta agent=...``."""
@@ -110,17 +111,6 @@ class Run:
         }
 
 
-def _number(text: str | None) -> float | None:
-    """A property value as a finite float; ``None`` for ``none``, absent or not a number."""
-    if text is None:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
 def _properties(element: Any) -> dict[str, str]:
     from junitparser import Properties
 
@@ -144,7 +134,7 @@ def _runs_of_file(path: Path, warn: Warn) -> list[Run]:
         properties = _properties(suite)
         if "clinaudit.score" not in properties:
             continue
-        score = _number(properties["clinaudit.score"])
+        score = text_number(properties["clinaudit.score"])
         if score is None:
             warn(f"skipped a suite of {path}: clinaudit.score {properties['clinaudit.score']!r}")
             continue
@@ -164,11 +154,11 @@ def _runs_of_file(path: Path, warn: Warn) -> list[Run]:
                 profile=properties.get("clinaudit.profile", "?"),
                 score=score,
                 category=properties.get("clinaudit.category", NONE),
-                reference_sps=_number(properties.get("clinaudit.reference_sps")),
-                submitted_sps=_number(properties.get("clinaudit.submitted.sps")),
+                reference_sps=text_number(properties.get("clinaudit.reference_sps")),
+                submitted_sps=text_number(properties.get("clinaudit.submitted.sps")),
                 passed=passed,
-                tokens=_number(properties.get("clinaudit.meta.tokens")),
-                turns=_number(properties.get("clinaudit.meta.turns")),
+                tokens=text_number(properties.get("clinaudit.meta.tokens")),
+                turns=text_number(properties.get("clinaudit.meta.turns")),
             )
         )
     if not runs:
@@ -176,7 +166,7 @@ def _runs_of_file(path: Path, warn: Warn) -> list[Run]:
     return runs
 
 
-def read_runs(directory: Path, warn: Warn) -> tuple[list[Run], int]:
+def read_junit_runs(directory: Path, warn: Warn) -> tuple[list[Run], int]:
     """Every graded run in the ``*.xml`` files under ``directory`` (recursively).
 
     Returns
@@ -497,7 +487,7 @@ class Report:
 
 def make_report(directory: Path, warn: Warn) -> Report:
     """Read the runs under ``directory`` and build the four tables."""
-    runs, files = read_runs(directory, warn)
+    runs, files = read_junit_runs(directory, warn)
     profiles = Counter(r.profile for r in runs)
     if len(profiles) > 1:
         warn(
@@ -546,7 +536,7 @@ def build_report(
     images: list[Path] = []
     if plots:
         try:
-            from pytest_clinaudit.plots import completion_plot, sps_error_plot
+            from pytest_clinaudit.batch.plots import completion_plot, sps_error_plot
         except ImportError:
             warn("matplotlib is not installed, so no plots: pip install 'pytest-clinaudit[report]'")
         else:

@@ -17,18 +17,17 @@ and stores both entries.
 from __future__ import annotations
 
 import dataclasses
-import platform
 from collections.abc import Callable
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from pytest_clinaudit.cache import ReferenceCache, cache_key
+from pytest_clinaudit import versions
+from pytest_clinaudit.catalog.cache import ReferenceCache, cache_key
 from pytest_clinaudit.reference import SEMANTICS
 from pytest_clinaudit.reference.data import LoadContext
 from pytest_clinaudit.reference.params import as_dict
 
 if TYPE_CHECKING:
-    from pytest_clinaudit.catalog import Variant
+    from pytest_clinaudit.catalog.variants import Variant
     from pytest_clinaudit.reference.data import Dataset
     from pytest_clinaudit.reference.params import AuditParams
     from pytest_clinaudit.reference.recipes import Artifact
@@ -38,19 +37,13 @@ Progress = Callable[[str], None]
 LIBRARIES = ("pytest-clinaudit", "numpy", "scipy", "scikit-learn", "xgboost")
 
 
-def _quiet(_: str) -> None:
-    pass
+def quiet(_: str) -> None:
+    """A progress callback that says nothing."""
 
 
 def library_versions() -> dict[str, str]:
     """Versions of everything that can move a reference, without importing it."""
-    versions = {"python": platform.python_version()}
-    for name in LIBRARIES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+    return versions.library_versions(LIBRARIES, python=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +112,7 @@ def _reference_payload(
 
 
 def build_artifact(
-    variant: Variant, context: LoadContext | None = None, *, progress: Progress = _quiet
+    variant: Variant, context: LoadContext | None = None, *, progress: Progress = quiet
 ) -> tuple[Artifact, Dataset]:
     """Load the variant's data and build its model; returns the pickled artifact and data."""
     from pytest_clinaudit.reference.recipes import Artifact, build_model
@@ -140,7 +133,7 @@ def audit_artifact(
     *,
     cache: ReferenceCache,
     libraries: dict[str, str] | None = None,
-    progress: Progress = _quiet,
+    progress: Progress = quiet,
 ) -> Reference:
     """The reference for a concrete artifact, from the cache or by auditing it."""
     from pytest_clinaudit.reference.audit import audit
@@ -191,12 +184,12 @@ def build_reference(
     *,
     cache: ReferenceCache,
     context: LoadContext | None = None,
-    progress: Progress = _quiet,
+    progress: Progress = quiet,
 ) -> tuple[Reference, Artifact, Dataset]:
     """Build the variant's model, audit it (or read its audit from the cache), record the build.
 
     Returns the reference with the artifact and data it was computed on, for
-    callers that hand them on (:func:`pytest_clinaudit.workspace.build_workspace`).
+    callers that hand them on (:func:`pytest_clinaudit.adapters.workspace.build_workspace`).
     Recording the build lets later :func:`get_reference` calls skip building.
     """
     context = context or variant.context
@@ -226,7 +219,7 @@ def get_reference(
     *,
     cache: ReferenceCache | None = None,
     context: LoadContext | None = None,
-    progress: Progress = _quiet,
+    progress: Progress = quiet,
 ) -> Reference:
     """The variant's reference, computed at most once per artifact and library set.
 

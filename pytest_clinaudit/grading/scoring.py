@@ -117,18 +117,6 @@ def slot(profile: str, check: str, *, invariants: int = 1) -> Slot | None:
     return Slot(found.kind, found.weight / max(1, invariants))
 
 
-def metr_number(value: Any) -> float | None:
-    """A submitted value as the published scorer reads it: Python's ``float(value)``.
-
-    So ``"57.06"`` -> 57.06, ``" 57 "`` -> 57.0, ``true`` -> 1.0 and ``"nan"`` -> NaN (which
-    then fails every tolerance); objects, arrays, null and unparseable strings give ``None``.
-    """
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
 def sps_credit(difference: float, *, full: float, partial: float) -> float:
     """1 within ``full``, 0.5 within ``partial``, else 0 (NaN earns nothing)."""
     if difference <= full:

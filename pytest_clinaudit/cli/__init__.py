@@ -1,0 +1,56 @@
+"""``clinaudit``: the reference auditor's command line, one module per command family.
+
+Commands
+--------
+clinaudit variants
+    A table of the variants: names, aliases, datasets, recipes.
+clinaudit audit --variant NAME [--out FILE]
+    The reference report of a variant (the submission format plus ``details``).
+clinaudit audit --model FILE --train CSV --test CSV --label COLUMN [--params NAME|FILE]
+    Audit a model owner's own pickled model on their own data.
+clinaudit build --variant NAME --out DIR, clinaudit export-metr --out DIR
+    An agent workspace with the grader's manifest; a METR Task Standard family.
+clinaudit grade-many MANIFEST --out DIR [-j N]
+    Grade many submissions, one pytest session each, in parallel (docs/batch.md).
+clinaudit report DIR [--out OUTDIR]
+    Paper-style tables and plots from the JUnit XML of graded runs.
+
+Every failure the user can fix ends in one line on stderr and exit status 2;
+nothing prints a traceback for bad input. A command module parses its own
+arguments and calls the package that does the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pytest_clinaudit.catalog.variants import VariantError
+from pytest_clinaudit.cli import audit, batch, variants, workspace
+from pytest_clinaudit.cli.common import EXIT_USAGE, Handler
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clinaudit",
+        description="Reference auditor and tools of pytest-clinaudit. Grading itself runs as "
+        "`pytest --submission report.json --variant NAME`.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for commands in (variants, audit, workspace, batch):
+        commands.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except VariantError as exc:
+        print(f"clinaudit {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("clinaudit: interrupted", file=sys.stderr)
+        return 130

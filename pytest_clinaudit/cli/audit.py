@@ -1,0 +1,166 @@
+"""``clinaudit audit``: the reference report of a variant, or an audit of your own model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_clinaudit.catalog.variants import VariantError, load_audit_params
+from pytest_clinaudit.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    CLIError,
+    add_common_options,
+    cache_from,
+    catalog_from,
+    load_context,
+    progress_printer,
+)
+
+
+def register(sub: Any) -> None:
+    audit = sub.add_parser(
+        "audit",
+        help="compute a reference report",
+        description="Audit a variant's model (--variant) or your own pickled model "
+        "(--model/--train/--test/--label). Your own pickle is loaded only because you name it, "
+        "and unpickling runs its code: audit only files you trust.",
+    )
+    add_common_options(audit)
+    audit.add_argument("--variant", metavar="NAME", help="variant name or alias")
+    audit.add_argument("--out", type=Path, metavar="FILE", help="write the report JSON here")
+    audit.add_argument("--model", type=Path, metavar="FILE", help="your pickled classifier")
+    audit.add_argument("--train", type=Path, metavar="CSV", help="training CSV (header row)")
+    audit.add_argument("--test", type=Path, metavar="CSV", help="test CSV (same columns)")
+    audit.add_argument("--label", metavar="COLUMN", help="label column (0/1, 1 = adverse outcome)")
+    audit.add_argument(
+        "--params",
+        metavar="NAME|FILE",
+        help="attack parameters: a variant name or a variant-like TOML file "
+        "(default: wdbc-baseline)",
+    )
+    audit.set_defaults(handler=_cmd_audit)
+
+
+def format_summary(title: str, report: dict[str, Any]) -> str:
+    """A short human summary of a report."""
+    details = report.get("details", {})
+    c = report["components"]
+
+    def shown(key: str, template: str) -> str:
+        """``template`` filled with ``details[key]``, or nothing if the report lacks it."""
+        value = details.get(key)
+        return "" if value is None else template.format(value)
+
+    auroc = (
+        f"(AUROC {details['auroc_clean']:.4f} -> {details['auroc_adversarial']:.4f})"
+        if details.get("auroc_clean") is not None
+        else "(one class sampled)"
+        if details.get("fgsm_single_class")
+        else ""
+    )
+    rows = [
+        ("fgsm_robustness", auroc),
+        ("membership_inference_resistance", shown("mi_accuracy", "(attack accuracy {:.4f})")),
+        ("calibration_ece", shown("ece", "(ECE {:.4f})")),
+        ("boundary_attack_resistance", shown("mean_steps_to_flip", "(mean steps to flip {:.2f})")),
+    ]
+    lines = [f"{title}: SPS {report['sps']:.2f}  {report['verdict']}"]
+    lines += [f"  {name:<33}{c[name]:.4f}  {note}" for name, note in rows]
+    if details.get("artifact_sha256"):
+        lines.append(f"  model sha256 {details['artifact_sha256']}")
+    if details.get("data_sha256"):
+        lines.append(f"  data sha256  {details['data_sha256']}")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _write_report(report: dict[str, Any], out: Path | None) -> None:
+    from pytest_clinaudit.files import write_json_atomic
+
+    if out is not None:
+        write_json_atomic(out, report)
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.reference.data import DataError
+
+    progress = progress_printer(args.quiet)
+    owner_flags = {
+        "--model": args.model,
+        "--train": args.train,
+        "--test": args.test,
+        "--label": args.label,
+    }
+    try:
+        if args.variant is not None:
+            given = [flag for flag, value in owner_flags.items() if value is not None]
+            if given or args.params:
+                raise CLIError(
+                    f"--variant cannot be combined with {', '.join(given or ['--params'])}"
+                )
+            from pytest_clinaudit.catalog.references import get_reference
+
+            variant = catalog_from(args).get(args.variant)
+            reference = get_reference(
+                variant,
+                cache=cache_from(args),
+                context=load_context(args, variant),
+                progress=progress,
+            )
+            report, title = reference.report, variant.name
+        else:
+            missing = [flag for flag, value in owner_flags.items() if value is None]
+            if missing:
+                raise CLIError(
+                    "give --variant NAME, or audit your own model with --model, --train, --test "
+                    f"and --label (missing: {', '.join(missing)})"
+                )
+            report, title = _audit_own_model(args, progress)
+    except (CLIError, VariantError, DataError) as exc:
+        print(f"clinaudit audit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    _write_report(report, args.out)
+    print(format_summary(title, report))
+    if args.out is not None:
+        print(f"report written to {args.out}")
+    else:
+        print(json.dumps({k: report[k] for k in ("sps", "components", "verdict")}, indent=2))
+    return EXIT_OK
+
+
+def _audit_own_model(
+    args: argparse.Namespace, progress: Callable[[str], None]
+) -> tuple[dict[str, Any], str]:
+    from pytest_clinaudit.catalog.references import audit_artifact
+    from pytest_clinaudit.reference.data import load_csv_pair
+    from pytest_clinaudit.reference.recipes import Artifact
+
+    catalog = catalog_from(args)
+    spec = args.params or "wdbc-baseline"
+    if spec in catalog:
+        params = catalog.get(spec).params
+    elif Path(spec).is_file():
+        params = load_audit_params(Path(spec))
+    else:
+        raise CLIError(
+            f"--params {spec!r} is neither a variant ({', '.join(catalog.names())}) nor a file"
+        )
+    model_path: Path = args.model
+    if not model_path.is_file():
+        raise CLIError(f"--model {model_path}: no such file")
+    data = load_csv_pair(args.train, args.test, label=args.label, name=args.train.stem)
+    print(
+        f"clinaudit: unpickling {model_path} because you passed it with --model. "
+        "Unpickling runs code "
+        "from the file: audit only models you trust.",
+        file=sys.stderr,
+    )
+    artifact = Artifact(model_path.read_bytes())
+    reference = audit_artifact(
+        model_path.name, artifact, data, params, cache=cache_from(args), progress=progress
+    )
+    return reference.report, f"{model_path.name} (parameters: {spec})"

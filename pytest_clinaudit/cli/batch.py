@@ -1,0 +1,193 @@
+"""``clinaudit grade-many`` and ``clinaudit report``: many submissions, and tables of them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_clinaudit.catalog.cache import ENV_CACHE_DIR
+from pytest_clinaudit.cli.common import EXIT_OK, EXIT_USAGE, CLIError
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return number
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0:  # also rejects NaN
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {value!r}")
+    return number
+
+
+def _cmd_grade_many(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.batch.grade_many import (
+        BatchOptions,
+        OutputDirError,
+        ProgressBar,
+        default_jobs,
+        format_summary,
+        grade_rows,
+        prepare_out_dir,
+        write_records,
+    )
+    from pytest_clinaudit.batch.manifest import BatchManifestError, read_batch_manifest
+
+    try:
+        rows = read_batch_manifest(args.manifest)
+        for flag, directory in [("--variants-dir", d) for d in args.variants_dir or ()] + [
+            ("--mimic-dir", args.mimic_dir)
+        ]:
+            if directory is not None and not directory.is_dir():
+                raise CLIError(f"{flag} {directory}: not a directory")
+        prepare_out_dir(args.out, force=args.force, resume=args.resume, rows=rows)
+    except (BatchManifestError, OutputDirError, CLIError) as exc:
+        print(f"clinaudit grade-many: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"clinaudit grade-many: error: cannot use --out {args.out}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    options = BatchOptions(
+        out=args.out,
+        jobs=args.jobs or default_jobs(),
+        profile=args.profile,
+        cache_dir=args.cache_dir,
+        variants_dirs=tuple(d.absolute() for d in args.variants_dir or ()),
+        mimic_dir=None if args.mimic_dir is None else args.mimic_dir.absolute(),
+        executor=args.executor,
+        timeout=args.timeout,
+    )
+    say = (lambda _m: None) if args.quiet else (lambda m: print(f"clinaudit: {m}", file=sys.stderr))
+    progress = None if args.quiet else ProgressBar(len(rows))
+    result = grade_rows(rows, options, say=say, progress=progress, resume=args.resume)
+    write_records(result, args.out)
+    print(format_summary(result, args.out, args.manifest))
+    return result.exit_status
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.batch.tables import ReportError, build_report
+
+    out = args.out if args.out is not None else args.dir / "report"
+    try:
+        written, text = build_report(
+            args.dir,
+            out,
+            plots=not args.no_plots,
+            warn=lambda m: print(f"clinaudit report: warning: {m}", file=sys.stderr),
+        )
+    except ReportError as exc:
+        print(f"clinaudit report: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(text)
+    print(f"written to {out}: {', '.join(p.name for p in written)}")
+    return EXIT_OK
+
+
+def register(sub: Any) -> None:
+    from pytest_clinaudit.grading.options import PROFILES, profile
+
+    grade_many = sub.add_parser(
+        "grade-many",
+        help="grade the submissions of a manifest, in parallel",
+        description="Grade every row of MANIFEST (JSON Lines or CSV: submission, variant, and "
+        "metadata such as agent, run, tokens, turns) in its own pytest session, -j at a time. "
+        "Each row writes <name>.junit.xml and <name>.score.json into --out; rows that cannot be "
+        "graded go to errors.jsonl. Exit status 0 if every row was graded, 1 if some could not "
+        "be, 2 for a bad manifest or option, 130 if interrupted (every graded row is kept; "
+        "--resume finishes the batch). See docs/batch.md.",
+    )
+    grade_many.add_argument("manifest", type=Path, metavar="MANIFEST", help=".jsonl or .csv")
+    grade_many.add_argument(
+        "--out", required=True, type=Path, metavar="DIR", help="output directory"
+    )
+    grade_many.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="sessions at a time (default: the number of CPUs)",
+    )
+    grade_many.add_argument(
+        "--profile",
+        type=profile,
+        default="strict",
+        metavar="{" + ",".join(PROFILES) + "}",
+        help="grading profile (default: strict)",
+    )
+    grade_many.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help=f"reference cache (default: ${ENV_CACHE_DIR} or ~/.cache/pytest-clinaudit)",
+    )
+    grade_many.add_argument(
+        "--variants-dir",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="extra variant files (*.toml); may be repeated",
+    )
+    grade_many.add_argument(
+        "--mimic-dir",
+        type=Path,
+        metavar="DIR",
+        help="a MIMIC-IV extract for the mimic-* variants (default: $CLINAUDIT_MIMIC_DIR)",
+    )
+    from pytest_clinaudit.batch.executor import EXECUTORS, default_executor
+
+    grade_many.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default=default_executor(),
+        help="fork: pre-loaded workers fork one pytest session per submission; subprocess: a "
+        "new `python -m pytest` per submission. Same sessions, same results "
+        f"(default here: {default_executor()})",
+    )
+    grade_many.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="time limit of one session (default 600)",
+    )
+    earlier = grade_many.add_mutually_exclusive_group()
+    earlier.add_argument(
+        "--force",
+        action="store_true",
+        help="delete an earlier batch's outputs in --out first",
+    )
+    earlier.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish an interrupted batch in --out: keep the rows it graded (same submission, "
+        "metadata, profile and reference) and grade the others",
+    )
+    grade_many.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    grade_many.set_defaults(handler=_cmd_grade_many)
+
+    report = sub.add_parser(
+        "report",
+        help="paper-style tables and plots from graded runs",
+        description="Read the JUnit XML files under DIR (written by grade-many or by "
+        "`pytest --submission ... --junitxml ...`) and write report.md, report.json, one CSV "
+        "per table and PNG plots. See docs/batch.md for the tables.",
+    )
+    report.add_argument("dir", type=Path, metavar="DIR", help="directory of JUnit XML files")
+    report.add_argument(
+        "--out", type=Path, metavar="OUTDIR", help="where to write (default: DIR/report)"
+    )
+    report.add_argument("--no-plots", action="store_true", help="tables only, no matplotlib")
+    report.set_defaults(handler=_cmd_report)

@@ -1,0 +1,72 @@
+"""What every ``clinaudit`` command shares: errors, exit codes, progress, cache and catalog."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_clinaudit.catalog.cache import ENV_CACHE_DIR, ReferenceCache, default_cache_dir
+from pytest_clinaudit.catalog.variants import Catalog, default_catalog
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+Handler = Callable[[argparse.Namespace], int]
+"""A command: parsed arguments in, exit status out."""
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def progress_printer(quiet: bool) -> Callable[[str], None]:
+    def report(message: str) -> None:
+        if not quiet:
+            print(f"  - {message}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def cache_from(args: argparse.Namespace) -> ReferenceCache:
+    if getattr(args, "no_cache", False):
+        return ReferenceCache(None)
+    return ReferenceCache(args.cache_dir or default_cache_dir())
+
+
+def catalog_from(args: argparse.Namespace) -> Catalog:
+    return default_catalog(args.variants_dir or ())
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--variants-dir",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="extra variant files (*.toml) to load; may be repeated",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help=f"reference cache (default: ${ENV_CACHE_DIR} or ~/.cache/pytest-clinaudit)",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    parser.add_argument(
+        "--mimic-dir",
+        type=Path,
+        metavar="DIR",
+        help="a MIMIC-IV extract for the mimic-* variants (default: $CLINAUDIT_MIMIC_DIR)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+
+
+def load_context(args: argparse.Namespace, variant: Any) -> Any:
+    """Where the variant's data is found: beside its file, and the MIMIC extract if any."""
+    from pytest_clinaudit.reference.data import LoadContext
+    from pytest_clinaudit.reference.mimic import resolve_mimic_dir
+
+    return LoadContext(base_dir=variant.path.parent, mimic_dir=resolve_mimic_dir(args.mimic_dir))

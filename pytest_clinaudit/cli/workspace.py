@@ -1,0 +1,83 @@
+"""``clinaudit build`` and ``clinaudit export-metr``: the task for agents and other harnesses."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_clinaudit.catalog.variants import VariantError
+from pytest_clinaudit.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_common_options,
+    cache_from,
+    catalog_from,
+    load_context,
+    progress_printer,
+)
+
+
+def register(sub: Any) -> None:
+    build = sub.add_parser(
+        "build",
+        help="write an agent workspace and the grader's manifest",
+        description="Writes OUT/workspace (model.pkl, train.csv, test.csv, task.md: what the agent "
+        "receives) and OUT/grader/manifest.json (hashes, recipe, library versions, reference; "
+        "keep it from the agent).",
+    )
+    add_common_options(build)
+    build.add_argument("--variant", required=True, metavar="NAME", help="variant name or alias")
+    build.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    build.set_defaults(handler=_cmd_build)
+
+    export = sub.add_parser("export-metr", help="write a METR Task Standard task family")
+    export.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    export.set_defaults(handler=_cmd_export_metr)
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.adapters.workspace import (
+        GRADER_DIR,
+        MANIFEST_NAME,
+        WORKSPACE_DIR,
+        build_workspace,
+    )
+    from pytest_clinaudit.reference.data import DataError
+
+    try:
+        variant = catalog_from(args).get(args.variant)
+        manifest = build_workspace(
+            variant,
+            args.out,
+            context=load_context(args, variant),
+            cache=cache_from(args),
+            progress=progress_printer(args.quiet),
+        )
+    except (VariantError, DataError) as exc:
+        print(f"clinaudit build: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{variant.name}: workspace for the agent in {args.out / WORKSPACE_DIR}")
+    print(
+        f"{variant.name}: grader manifest in {args.out / GRADER_DIR / MANIFEST_NAME} "
+        "(keep it from the agent)"
+    )
+    print(
+        f"  model sha256 {manifest['artifact_sha256']}; "
+        f"reference SPS {manifest['reference']['sps']:.2f}"
+    )
+    print(
+        f"  grade with: pytest --submission {args.out / WORKSPACE_DIR / 'report.json'} "
+        f"--variant {variant.name} "
+        f"--clinaudit-manifest {args.out / GRADER_DIR / MANIFEST_NAME}"
+    )
+    return EXIT_OK
+
+
+def _cmd_export_metr(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.adapters.metr import export_metr
+
+    family = export_metr(args.out)
+    print(f"METR task family written to {family}")
+    return EXIT_OK

@@ -1,0 +1,143 @@
+"""What a grade becomes: the score JSON and the JUnit XML properties.
+
+Both are built from plain records (the grade, the variant, the reference,
+the submission, the options), so tests and tools can make them without a
+pytest session. Every submitted value is read through
+:mod:`~pytest_clinaudit.grading.values`: a report can hold anything, and
+nothing it holds may stop these outputs from being written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_clinaudit.files import write_json_atomic
+from pytest_clinaudit.grading.values import json_number
+from pytest_clinaudit.reference.params import COMPONENTS
+from pytest_clinaudit.versions import library_versions
+
+if TYPE_CHECKING:
+    from pytest_clinaudit.catalog.references import Reference
+    from pytest_clinaudit.catalog.variants import Variant
+    from pytest_clinaudit.grading.options import GradingOptions
+    from pytest_clinaudit.grading.scoring import Grade
+    from pytest_clinaudit.grading.submission import Submission
+
+SCORE_FORMAT = 1
+"""Version of the score JSON layout."""
+GRADING_LIBRARIES = ("pytest", "pytest-xdist", "hypothesis", "jsonschema")
+
+
+def _text(value: float | None) -> str:
+    return "none" if value is None else repr(value)
+
+
+def submitted_values(submission: Submission) -> dict[str, Any]:
+    """The submitted SPS, components and verdict where they are JSON numbers and a string.
+
+    ``None`` stands for missing or unusable; the checks say why. Batch reports
+    compare these with the reference.
+    """
+    report = submission.report or {}
+    components = report.get("components")
+    components = components if isinstance(components, dict) else {}
+    verdict = report.get("verdict")
+    return {
+        "sps": json_number(report.get("sps")),
+        "components": {name: json_number(components.get(name)) for name in COMPONENTS},
+        "verdict": verdict if isinstance(verdict, str) else None,
+    }
+
+
+def score_document(
+    grade: Grade,
+    *,
+    variant: Variant,
+    reference: Reference,
+    submission: Submission,
+    options: GradingOptions,
+    cache_dir: Path,
+    exit_status: int | None,
+    missing_checks: list[str] | None,
+) -> dict[str, Any]:
+    """The score JSON (``--clinaudit-score-json``): the grade, every check, the reference used."""
+    r, v, o = reference, variant, options
+    return {
+        "format": SCORE_FORMAT,
+        "score": grade.score,
+        "raw_score": grade.raw_score,
+        "no_submission": grade.no_submission,
+        "profile": grade.profile,
+        "variant": v.name,
+        "variant_file": str(v.path),
+        "category": grade.category,
+        "invariants_ok": grade.invariants_ok,
+        "fail_under": o.fail_under,
+        "exit_status": exit_status,
+        "manifest": None if o.manifest is None else str(o.manifest),
+        "meta": dict(o.meta),
+        "submission": submission.summary(),
+        "submitted": submitted_values(submission),
+        "reference": {
+            "artifact_sha256": r.artifact_sha256,
+            "data_sha256": r.data_sha256,
+            "sps": r.sps,
+            "components": dict(r.components),
+            "verdict": r.report.get("verdict"),
+            "semantics": v.semantics,
+            "from_cache": r.from_cache,
+            "cache_dir": str(cache_dir),
+        },
+        "libraries": {**r.libraries, **library_versions(GRADING_LIBRARIES)},
+        "checks": [c.as_dict() for c in grade.checks],
+        "missing_checks": missing_checks,
+    }
+
+
+def suite_properties(
+    grade: Grade,
+    *,
+    variant: Variant,
+    reference: Reference,
+    submission: Submission,
+    meta: tuple[tuple[str, str], ...],
+) -> Iterator[tuple[str, object]]:
+    """The JUnit XML suite properties: the grade, the reference and what was submitted."""
+    yield "clinaudit.score", f"{grade.score:.6f}"
+    yield "clinaudit.raw_score", "none" if grade.raw_score is None else f"{grade.raw_score:.6f}"
+    yield "clinaudit.profile", grade.profile
+    yield "clinaudit.variant", variant.name
+    yield "clinaudit.category", grade.category
+    yield "clinaudit.invariants_ok", str(grade.invariants_ok).lower()
+    yield "clinaudit.reference_sha256", reference.artifact_sha256
+    yield "clinaudit.reference_sps", f"{reference.sps:.2f}"
+    for name in COMPONENTS:
+        yield f"clinaudit.reference.{name}", f"{reference.components[name]:.4f}"
+    submitted = submitted_values(submission)
+    yield "clinaudit.submitted.sps", _text(submitted["sps"])
+    for name in COMPONENTS:
+        yield f"clinaudit.submitted.{name}", _text(submitted["components"][name])
+    yield "clinaudit.submitted.verdict", submitted["verdict"] or "none"
+    for key, value in meta:
+        yield f"clinaudit.meta.{key}", value
+
+
+def write_error_score(path: Path | None, options: GradingOptions | None, message: str) -> None:
+    """The score JSON of a session that could not grade (a usage error): score null, the reason."""
+    if path is None:
+        return
+    document: dict[str, Any] = {
+        "format": SCORE_FORMAT,
+        "score": None,
+        "raw_score": None,
+        "error": message,
+        "profile": None if options is None else options.profile,
+        "variant": None if options is None else options.variant,
+        "category": None,
+        "checks": [],
+    }
+    with contextlib.suppress(OSError):  # the usage error itself is what the user must see
+        write_json_atomic(path, document)
