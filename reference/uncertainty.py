@@ -26,9 +26,11 @@ how a random subset of a resampled set behaves. Members (training rows) are
 resampled on their own, independently. The SPS and the verdict of a replicate
 come from that replicate's four components.
 
-Memory: a replicate is a vector of integer counts, never a float (n_boot, n)
-matrix; replicates are processed in chunks of at most :data:`CHUNK_ENTRIES`
-counts, so memory does not grow with ``n_boot``.
+Memory and time: a replicate is a vector of integer counts; replicates are
+processed in chunks of at most :data:`CHUNK_ENTRIES` counts, so memory does not
+grow with ``n_boot``. Per chunk, the calibration and membership sums over the
+test rows are one matrix product with a fixed per-row design (:func:`_design`),
+and only the small FGSM and walk subsets are gathered.
 """
 
 from __future__ import annotations
@@ -169,54 +171,53 @@ def _fgsm_scores(rows: FGSMRows, W: FloatArray) -> FloatArray:
     return result
 
 
-def _membership_scores(
-    rows: MembershipRows, W_members: FloatArray, W_non: FloatArray
-) -> FloatArray:
-    import numpy as np
+def _design(rows: ComponentRows) -> FloatArray:
+    """Per-test-row columns whose count-weighted sums give calibration and membership.
 
-    right = W_members @ rows.member_correct.astype(
-        np.float64
-    ) + W_non @ rows.nonmember_correct.astype(np.float64)
-    total = W_members.sum(axis=1) + W_non.sum(axis=1)
-    accuracy = right / np.where(total > 0, total, 1.0)
-    result: FloatArray = np.where(
-        total > 0, np.clip(1.0 - 2.0 * (accuracy - 0.5), 0.0, 1.0), np.nan
-    )
-    return result
-
-
-def _binned(ids: IntArray, weights: FloatArray, n_bins: int) -> FloatArray:
-    """Per-replicate weighted bin sums: (b, k) weights of rows in bins ``ids`` -> (b, n_bins)."""
-    import numpy as np
-
-    b = weights.shape[0]
-    flat = (np.arange(b)[:, None] * n_bins + ids[None, :]).ravel()
-    sums = np.bincount(flat, weights=weights.ravel(), minlength=b * n_bins)
-    result: FloatArray = sums.astype(np.float64).reshape(b, n_bins)
-    return result
-
-
-def _task_ece(rows: CalibrationRows, W: FloatArray) -> FloatArray:
-    """The task's ECE (SPEC §3.3, quirks included) of each weighted replicate, shape (b,).
-
-    Mirrors :func:`~.attacks.task_ece`: the curve's bins (inner edge to the lower
-    bin) over non-empty bins, the counts by half-open bin index (1.0 in none)
-    truncated to as many entries as the curve has bins, then paired by position.
+    Shape (n_test, 4 * n_bins + 2). For the calibration rows: a one-hot of the
+    curve's bin, the same times ``p`` and times ``y``, and a one-hot of the
+    half-open count bin (none for ``p == 1.0``); then the non-members' right
+    guesses and a 1 for every non-member. A replicate's sums are then one matrix
+    product ``counts @ design`` (BLAS) instead of a pass per statistic, and no
+    (b, n) array is copied or gathered.
     """
     import numpy as np
 
-    n_bins = rows.n_bins
-    prob = np.asarray(rows.p, dtype=np.float64)
+    c, m = rows.calibration, rows.membership
+    n_bins = c.n_bins
+    prob = np.asarray(c.p, dtype=np.float64)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
-    curve_bin = np.searchsorted(edges[1:-1], prob).astype(np.int64)
-    count_bin = np.searchsorted(edges, prob, side="right").astype(np.int64) - 1
+    # The curve's bins put an inner edge value in the lower bin (side "left" on
+    # the inner edges); the counts' half-open bins put it in the upper one.
+    curve_bin = np.searchsorted(edges[1:-1], prob)
+    count_bin = np.searchsorted(edges, prob, side="right") - 1
     counted = (count_bin >= 0) & (count_bin < n_bins)
+    index = np.asarray(c.test_index)
+    design = np.zeros((rows.n_test, 4 * n_bins + 2))
+    # np.add.at: a test row listed twice in a component counts twice.
+    np.add.at(design, (index, curve_bin), 1.0)
+    np.add.at(design, (index, n_bins + curve_bin), prob)
+    np.add.at(design, (index, 2 * n_bins + curve_bin), (np.asarray(c.y) == 1).astype(np.float64))
+    np.add.at(design, (index[counted], 3 * n_bins + count_bin[counted]), 1.0)
+    nonmembers = np.asarray(m.nonmember_test_index)
+    np.add.at(design[:, 4 * n_bins], nonmembers, np.asarray(m.nonmember_correct, dtype=np.float64))
+    np.add.at(design[:, 4 * n_bins + 1], nonmembers, 1.0)
+    return design
 
-    totals = _binned(curve_bin, W, n_bins)
-    sums = _binned(curve_bin, W * prob[None, :], n_bins)
-    trues = _binned(curve_bin, W * (np.asarray(rows.y) == 1)[None, :], n_bins)
-    counts = _binned(np.where(counted, count_bin, 0), W * counted[None, :], n_bins)
 
+def _task_ece(
+    totals: FloatArray, sums: FloatArray, trues: FloatArray, counts: FloatArray
+) -> FloatArray:
+    """The task's ECE (SPEC §3.3, quirks included) of each replicate, shape (b,).
+
+    Inputs are per-replicate bin sums, each (b, n_bins): rows in each curve bin,
+    their probabilities and positives, and rows in each half-open count bin.
+    Mirrors :func:`~.attacks.task_ece`: the curve over its non-empty bins, the
+    counts by bin index truncated to as many entries, paired by position.
+    """
+    import numpy as np
+
+    n_bins = totals.shape[1]
     nonempty = totals > 0
     safe = np.where(nonempty, totals, 1.0)
     frac, mean = trues / safe, sums / safe
@@ -226,11 +227,8 @@ def _task_ece(rows: CalibrationRows, W: FloatArray) -> FloatArray:
     used = np.arange(n_bins)[None, :] < nonempty.sum(axis=1)[:, None]
     kept = np.where(used, counts, 0.0)
     total = kept.sum(axis=1)
-    ece: FloatArray = np.where(
-        total > 0,
-        np.sum(kept * np.where(used, gap, 0.0), axis=1) / np.where(total > 0, total, 1.0),
-        0.0,
-    )
+    weighted = np.sum(kept * np.where(used, gap, 0.0), axis=1)
+    ece: FloatArray = np.where(total > 0, weighted / np.where(total > 0, total, 1.0), 0.0)
     return ece
 
 
@@ -244,7 +242,11 @@ def _walk_scores(rows: WalkRows, W: FloatArray) -> FloatArray:
 
 
 def component_replicates(
-    rows: ComponentRows, test_counts: IntArray, member_counts: IntArray
+    rows: ComponentRows,
+    test_counts: IntArray,
+    member_counts: IntArray,
+    *,
+    design: FloatArray | None = None,
 ) -> dict[str, FloatArray]:
     """The four components of each replicate given its row counts.
 
@@ -254,6 +256,8 @@ def component_replicates(
         (b, n_test): how many times each test row is drawn in each replicate.
     member_counts
         (b, n_members): the same for the membership component's member rows.
+    design
+        :func:`_design` of ``rows``, computed here when not given.
 
     Returns
     -------
@@ -262,16 +266,24 @@ def component_replicates(
     """
     import numpy as np
 
+    if design is None:
+        design = _design(rows)
     T = np.asarray(test_counts, dtype=np.float64)
     M = np.asarray(member_counts, dtype=np.float64)
-    calibration = rows.calibration
-    ece = _task_ece(calibration, T[:, calibration.test_index])
+    sums = T @ design
+    n_bins = rows.calibration.n_bins
+    totals, p_sums, trues, counts = (sums[:, k * n_bins : (k + 1) * n_bins] for k in range(4))
+    ece = _task_ece(totals, p_sums, trues, counts)
+
+    member_right = M @ np.asarray(rows.membership.member_correct, dtype=np.float64)
+    right = member_right + sums[:, 4 * n_bins]
+    seen = M.sum(axis=1) + sums[:, 4 * n_bins + 1]
+    accuracy = right / np.where(seen > 0, seen, 1.0)
+    membership = np.where(seen > 0, np.clip(1.0 - 2.0 * (accuracy - 0.5), 0.0, 1.0), np.nan)
     return {
         "fgsm_robustness": _fgsm_scores(rows.fgsm, T[:, rows.fgsm.test_index]),
-        "membership_inference_resistance": _membership_scores(
-            rows.membership, M, T[:, rows.membership.nonmember_test_index]
-        ),
-        "calibration_ece": np.maximum(0.0, 1.0 - calibration.ece_scale * ece),
+        "membership_inference_resistance": membership,
+        "calibration_ece": np.maximum(0.0, 1.0 - rows.calibration.ece_scale * ece),
         "boundary_attack_resistance": _walk_scores(rows.walk, T[:, rows.walk.test_index]),
     }
 
@@ -282,17 +294,18 @@ def component_replicates(
 def resample_counts(rng: np.random.RandomState, n_boot: int, n: int) -> IntArray:
     """(n_boot, n) counts: each replicate draws ``n`` of ``n`` rows with replacement.
 
-    Integer index draws (``rng.randint``), then one ``bincount`` per chunk: the
-    classical bootstrap, at a fraction of the cost of a multinomial over ``n``
-    categories.
+    Integer index draws (``rng.randint``, 32-bit: half the memory traffic of the
+    default 64-bit draws), then one ``bincount`` per chunk: the classical
+    bootstrap, at a fraction of the cost of a multinomial over ``n`` categories.
     """
     import numpy as np
 
     if n == 0:
         return np.zeros((n_boot, 0), dtype=np.int64)
-    draws = rng.randint(0, n, size=(n_boot, n))
-    flat = (draws + (np.arange(n_boot) * n)[:, None]).ravel()
-    counts: IntArray = np.bincount(flat, minlength=n_boot * n).reshape(n_boot, n)
+    dtype = np.int32 if n_boot * n < 2**31 else np.int64
+    draws = rng.randint(0, n, size=(n_boot, n), dtype=dtype)
+    draws += (np.arange(n_boot, dtype=dtype) * dtype(n))[:, None]
+    counts: IntArray = np.bincount(draws.ravel(), minlength=n_boot * n).reshape(n_boot, n)
     return counts
 
 
@@ -425,8 +438,12 @@ def bootstrap(
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
     _check(rows)
     n_members = len(rows.membership.member_correct)
+    design = _design(rows)
     one = component_replicates(
-        rows, np.ones((1, rows.n_test), np.int64), np.ones((1, n_members), np.int64)
+        rows,
+        np.ones((1, rows.n_test), np.int64),
+        np.ones((1, n_members), np.int64),
+        design=design,
     )
     point = {name: float(one[name][0]) for name in COMPONENTS}
     point_sps = security_posture_score(point, weights)
@@ -434,7 +451,8 @@ def bootstrap(
 
     parts: dict[str, list[FloatArray]] = {name: [] for name in COMPONENTS}
     for test_counts, member_counts in count_chunks(seed, n_boot, rows.n_test, n_members):
-        for name, values in component_replicates(rows, test_counts, member_counts).items():
+        replicate = component_replicates(rows, test_counts, member_counts, design=design)
+        for name, values in replicate.items():
             parts[name].append(values)
     replicates = {name: np.concatenate(parts[name]) for name in COMPONENTS}
     # The SPS of a replicate: summed in the formula's order, as security_posture_score does.

@@ -155,3 +155,26 @@ def test_a_constant_feature_never_moves() -> None:
         np.array([[2.0, 5.0]]), np.array([0]), np.array([1.0, 1.0]), epsilon=0.3, scale=scale
     )
     assert moved[0, 1] == 5.0
+
+
+def test_the_tasks_walk_ignores_the_test_files_order_once_rows_are_put_in_canonical_order() -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    from pytest_clinaudit.reference import attacks
+    from pytest_clinaudit.reference.params import BoundaryParams
+
+    # The task's walk draws rows and picks targets in file order; on rows put in
+    # canonical order first, the file's order no longer matters.
+    X, y = _cohort(200, seed=6)
+    model = LogisticRegression().fit(X, y)
+    params = BoundaryParams(n_samples=20, seed=42, step_size=0.05, max_steps=100, min_norm=1e-10)
+
+    def steps(rows: np.ndarray, labels: np.ndarray) -> tuple[int, ...]:
+        ordered = rows[sampling.canonical_order(rows, labels)]
+        result = attacks.boundary_attack_resistance(
+            model, ordered, test_predictions=model.predict(ordered), params=params
+        )
+        return result.steps
+
+    p = np.random.RandomState(1).permutation(len(X))
+    assert steps(X[p], y[p]) == steps(X, y)

@@ -171,8 +171,8 @@ def test_the_intervals_and_verdict_stability_equal_the_slow_bootstraps() -> None
     # The slow loop draws its own indices with the same generators, row by row.
     test_rng, member_rng = np.random.RandomState(3), np.random.RandomState(4)
     for _ in range(200):
-        test_idx = test_rng.randint(0, audit.rows.n_test, size=audit.rows.n_test)
-        member_idx = member_rng.randint(0, n_members, size=n_members)
+        test_idx = test_rng.randint(0, audit.rows.n_test, size=audit.rows.n_test, dtype=np.int32)
+        member_idx = member_rng.randint(0, n_members, size=n_members, dtype=np.int32)
         replicate = _slow_replicate(
             audit.rows,
             np.bincount(test_idx, minlength=audit.rows.n_test),
@@ -246,8 +246,8 @@ def test_the_attack_auc_interval_equals_a_slow_bootstrap_of_roc_auc_score() -> N
     slow = []
     nonmember_rng, member_rng = np.random.RandomState(11), np.random.RandomState(12)
     for _ in range(100):
-        n_idx = nonmember_rng.randint(0, 90, size=90)
-        m_idx = member_rng.randint(0, 70, size=70)
+        n_idx = nonmember_rng.randint(0, 90, size=90, dtype=np.int32)
+        m_idx = member_rng.randint(0, 70, size=70, dtype=np.int32)
         truth = np.r_[np.ones(70), np.zeros(90)]
         slow.append(roc_auc_score(truth, np.r_[members[m_idx], nonmembers[n_idx]]))
     assert result.point == pytest.approx(
