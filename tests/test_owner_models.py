@@ -308,3 +308,20 @@ def test_an_adapted_model_runs_through_the_existing_attack_kernels() -> None:
     prob = attacks.positive_proba(adapted, X)
     result = attacks.calibration(y, prob, params=CalibrationParams(n_bins=10, ece_scale=12.0))
     assert 0.0 <= result.score <= 1.0
+
+
+def test_a_pickled_estimator_loads_from_the_path_the_user_named(tmp_path: Path) -> None:
+    import pickle
+
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _data()
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps(LogisticRegression().fit(X, y)))  # our own test artifact
+    loaded = models.load_model_file(path)
+    assert list(loaded.classes_) == [0, 1]
+    with pytest.raises(ModelError, match=r"missing\.pkl: no such model file$"):
+        models.load_model_file(tmp_path / "missing.pkl")
+    (tmp_path / "junk.pkl").write_bytes(b"not a pickle")
+    with pytest.raises(ModelError, match=r"junk\.pkl: cannot be unpickled \(UnpicklingError: "):
+        models.load_model_file(tmp_path / "junk.pkl")
