@@ -18,6 +18,18 @@ attacks
     The four attacks, vectorized.
 audit
     Runs the four attacks on one model and assembles the report.
+models
+    Adapters: any model kind behind one ``predict_proba`` / ``predict`` interface.
+sampling
+    Own-data rows drawn independently of file order; FGSM in training-std units.
+diagnostics
+    AUROC, Brier, calibration slope/intercept, equal-mass and debiased ECE.
+lira
+    Membership diagnostics: loss-threshold attack and few-shadow LiRA.
+hopskipjump
+    Decision-based minimal perturbation distance, batched.
+uncertainty
+    Joint bootstrap intervals of the components, the SPS and the verdict.
 """
 
 SEMANTICS = "sps-v1"

@@ -1,0 +1,511 @@
+"""Bootstrap uncertainty of the four components, the SPS and the verdict.
+
+On a 114-row test set the task's ECE has a 95% interval of about [0.012, 0.085],
+a calibration component anywhere from about 0 to 0.86: a point value next to a
+deployment verdict hides that. This module resamples the *evaluation rows* and
+recomputes every component from per-row data:
+
+- FGSM robustness from the drawn rows' paired clean / adversarial probabilities;
+- membership resistance from the shadow attack's per-row guesses (right or wrong);
+- calibration from the test rows' (y, p), through the task's ECE, quirks included;
+- the boundary walk from the per-row steps.
+
+What is held fixed: the model, the FGSM surrogate, the shadow attack and the walk
+targets. The intervals therefore say how much the numbers depend on *which
+patients* were evaluated, given the fitted models, which is the question a
+reviewer asks of a point estimate; refitting variability is not included.
+
+Joint resampling. The components share test rows: calibration uses all of
+them, FGSM, the walk and the non-members subsets of them. One replicate draws
+the test set once (``n_test`` row indices with replacement, turned into
+per-row counts), and every component weights *its* rows by those counts, so a
+patient drawn twice counts twice wherever it is used, and the components'
+replicates are correlated as the real sampling correlates them. A component on
+a subset of ``k`` rows then sees a resample of random size (mean ``k``), which is
+how a random subset of a resampled set behaves. Members (training rows) are
+resampled on their own, independently. The SPS and the verdict of a replicate
+come from that replicate's four components.
+
+Memory and time: a replicate is a vector of integer counts; replicates are
+processed in chunks of at most :data:`CHUNK_ENTRIES` counts, so memory does not
+grow with ``n_boot``. Per chunk, the calibration and membership sums over the
+test rows are one matrix product with a fixed per-row design (:func:`_design`),
+and only the small FGSM and walk subsets are gathered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from .params import COMPONENTS, VerdictThresholds, Weights
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatArray = npt.NDArray[np.float64]
+    IntArray = npt.NDArray[np.int64]
+    BoolArray = npt.NDArray[np.bool_]
+
+CHUNK_ENTRIES = 1 << 22
+"""Counts per chunk of replicates (4M int64 = 32 MB); bounds memory at any size."""
+
+LEVEL = 0.95
+
+
+# --------------------------------------------------------------------- inputs
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FGSMRows:
+    """The FGSM component's rows: test-row indices (k,), labels, clean and adversarial p."""
+
+    test_index: IntArray
+    y: IntArray
+    p_clean: FloatArray
+    p_adversarial: FloatArray
+    single_class_score: float
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MembershipRows:
+    """The membership component's per-row guesses, right (True) or wrong.
+
+    ``member_correct`` (n_members,) are the member rows in the members' own index
+    space; ``nonmember_test_index`` (n_nonmembers,) say which test rows the
+    non-members are, so they are resampled with the rest of the test set.
+    """
+
+    member_correct: BoolArray
+    nonmember_test_index: IntArray
+    nonmember_correct: BoolArray
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CalibrationRows:
+    """The calibration component's rows: test-row indices, labels, probabilities."""
+
+    test_index: IntArray
+    y: IntArray
+    p: FloatArray
+    n_bins: int
+    ece_scale: float
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class WalkRows:
+    """The boundary walk's rows: test-row indices and steps to the first flip."""
+
+    test_index: IntArray
+    steps: IntArray
+    max_steps: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ComponentRows:
+    """Every component's per-row data, as one audit produced it."""
+
+    n_test: int
+    fgsm: FGSMRows
+    membership: MembershipRows
+    calibration: CalibrationRows
+    walk: WalkRows
+
+
+def membership_guesses(
+    attack: Any, member_proba: Any, nonmember_proba: Any, *, threshold: float
+) -> tuple[BoolArray, BoolArray]:
+    """Per-row correctness of the task's shadow attack (SPEC §3.2): members, non-members.
+
+    The attack says "member" when ``attack.predict_proba(row)[:, 1] >= threshold``;
+    it is right on a member that it calls a member and on a non-member it does not.
+    """
+    import numpy as np
+
+    members = np.asarray(attack.predict_proba(np.asarray(member_proba))[:, 1]) >= threshold
+    nonmembers = np.asarray(attack.predict_proba(np.asarray(nonmember_proba))[:, 1]) >= threshold
+    return members, ~nonmembers
+
+
+# -------------------------------------------------------------------- kernels
+
+
+def weighted_auc(
+    scores: FloatArray, labels: IntArray, weights: FloatArray
+) -> tuple[FloatArray, BoolArray]:
+    """AUROC of each replicate, rows weighted by integer counts; shapes (b,).
+
+    ``weights`` is (b, k). A row of weight ``c`` counts as ``c`` copies, so this
+    equals ``roc_auc_score`` on the resampled rows; ties count one half. The sort
+    is done once for all replicates; each replicate costs a cumulative sum.
+    Returns the AUCs and whether each is defined (both classes present).
+    """
+    import numpy as np
+
+    order = np.argsort(scores, kind="stable")
+    sorted_scores = np.asarray(scores)[order]
+    positive = (np.asarray(labels)[order] == 1).astype(np.float64)
+    W = np.asarray(weights, dtype=np.float64)[:, order]
+    starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]])
+    pos = np.add.reduceat(W * positive, starts, axis=1)
+    neg = np.add.reduceat(W * (1.0 - positive), starts, axis=1)
+    below = np.cumsum(neg, axis=1) - neg
+    numerator = np.sum(pos * (below + 0.5 * neg), axis=1)
+    n_pos, n_neg = pos.sum(axis=1), neg.sum(axis=1)
+    defined = (n_pos > 0) & (n_neg > 0)
+    auc: FloatArray = np.where(defined, numerator / np.where(defined, n_pos * n_neg, 1.0), np.nan)
+    return auc, defined
+
+
+def _fgsm_scores(rows: FGSMRows, W: FloatArray) -> FloatArray:
+    import numpy as np
+
+    clean, defined = weighted_auc(rows.p_clean, rows.y, W)
+    adversarial, _ = weighted_auc(rows.p_adversarial, rows.y, W)
+    drop = np.maximum(0.0, clean - adversarial)
+    result: FloatArray = np.where(defined, np.maximum(0.0, 1.0 - drop), rows.single_class_score)
+    return result
+
+
+def _design(rows: ComponentRows) -> FloatArray:
+    """Per-test-row columns whose count-weighted sums give calibration and membership.
+
+    Shape (n_test, 4 * n_bins + 2). For the calibration rows: a one-hot of the
+    curve's bin, the same times ``p`` and times ``y``, and a one-hot of the
+    half-open count bin (none for ``p == 1.0``); then the non-members' right
+    guesses and a 1 for every non-member. A replicate's sums are then one matrix
+    product ``counts @ design`` (BLAS) instead of a pass per statistic, and no
+    (b, n) array is copied or gathered.
+    """
+    import numpy as np
+
+    c, m = rows.calibration, rows.membership
+    n_bins = c.n_bins
+    prob = np.asarray(c.p, dtype=np.float64)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    # The curve's bins put an inner edge value in the lower bin (side "left" on
+    # the inner edges); the counts' half-open bins put it in the upper one.
+    curve_bin = np.searchsorted(edges[1:-1], prob)
+    count_bin = np.searchsorted(edges, prob, side="right") - 1
+    counted = (count_bin >= 0) & (count_bin < n_bins)
+    index = np.asarray(c.test_index)
+    design = np.zeros((rows.n_test, 4 * n_bins + 2))
+    # np.add.at: a test row listed twice in a component counts twice.
+    np.add.at(design, (index, curve_bin), 1.0)
+    np.add.at(design, (index, n_bins + curve_bin), prob)
+    np.add.at(design, (index, 2 * n_bins + curve_bin), (np.asarray(c.y) == 1).astype(np.float64))
+    np.add.at(design, (index[counted], 3 * n_bins + count_bin[counted]), 1.0)
+    nonmembers = np.asarray(m.nonmember_test_index)
+    np.add.at(design[:, 4 * n_bins], nonmembers, np.asarray(m.nonmember_correct, dtype=np.float64))
+    np.add.at(design[:, 4 * n_bins + 1], nonmembers, 1.0)
+    return design
+
+
+def _task_ece(
+    totals: FloatArray, sums: FloatArray, trues: FloatArray, counts: FloatArray
+) -> FloatArray:
+    """The task's ECE (SPEC §3.3, quirks included) of each replicate, shape (b,).
+
+    Inputs are per-replicate bin sums, each (b, n_bins): rows in each curve bin,
+    their probabilities and positives, and rows in each half-open count bin.
+    Mirrors :func:`~.attacks.task_ece`: the curve over its non-empty bins, the
+    counts by bin index truncated to as many entries, paired by position.
+    """
+    import numpy as np
+
+    n_bins = totals.shape[1]
+    nonempty = totals > 0
+    safe = np.where(nonempty, totals, 1.0)
+    frac, mean = trues / safe, sums / safe
+    # Move each replicate's non-empty bins to the front, in bin order.
+    front = np.argsort(~nonempty, axis=1, kind="stable")
+    gap = np.abs(np.take_along_axis(frac, front, 1) - np.take_along_axis(mean, front, 1))
+    used = np.arange(n_bins)[None, :] < nonempty.sum(axis=1)[:, None]
+    kept = np.where(used, counts, 0.0)
+    total = kept.sum(axis=1)
+    weighted = np.sum(kept * np.where(used, gap, 0.0), axis=1)
+    ece: FloatArray = np.where(total > 0, weighted / np.where(total > 0, total, 1.0), 0.0)
+    return ece
+
+
+def _walk_scores(rows: WalkRows, W: FloatArray) -> FloatArray:
+    import numpy as np
+
+    total = W.sum(axis=1)
+    mean = (W @ np.asarray(rows.steps, dtype=np.float64)) / np.where(total > 0, total, 1.0)
+    result: FloatArray = np.where(total > 0, np.minimum(1.0, mean / rows.max_steps), np.nan)
+    return result
+
+
+def component_replicates(
+    rows: ComponentRows,
+    test_counts: IntArray,
+    member_counts: IntArray,
+    *,
+    design: FloatArray | None = None,
+) -> dict[str, FloatArray]:
+    """The four components of each replicate given its row counts.
+
+    Parameters
+    ----------
+    test_counts
+        (b, n_test): how many times each test row is drawn in each replicate.
+    member_counts
+        (b, n_members): the same for the membership component's member rows.
+    design
+        :func:`_design` of ``rows``, computed here when not given.
+
+    Returns
+    -------
+    Each of :data:`~.params.COMPONENTS` mapped to shape (b,); NaN where a
+    replicate holds none of the component's rows.
+    """
+    import numpy as np
+
+    if design is None:
+        design = _design(rows)
+    T = np.asarray(test_counts, dtype=np.float64)
+    M = np.asarray(member_counts, dtype=np.float64)
+    sums = T @ design
+    n_bins = rows.calibration.n_bins
+    totals, p_sums, trues, counts = (sums[:, k * n_bins : (k + 1) * n_bins] for k in range(4))
+    ece = _task_ece(totals, p_sums, trues, counts)
+
+    member_right = M @ np.asarray(rows.membership.member_correct, dtype=np.float64)
+    right = member_right + sums[:, 4 * n_bins]
+    seen = M.sum(axis=1) + sums[:, 4 * n_bins + 1]
+    accuracy = right / np.where(seen > 0, seen, 1.0)
+    membership = np.where(seen > 0, np.clip(1.0 - 2.0 * (accuracy - 0.5), 0.0, 1.0), np.nan)
+    return {
+        "fgsm_robustness": _fgsm_scores(rows.fgsm, T[:, rows.fgsm.test_index]),
+        "membership_inference_resistance": membership,
+        "calibration_ece": np.maximum(0.0, 1.0 - rows.calibration.ece_scale * ece),
+        "boundary_attack_resistance": _walk_scores(rows.walk, T[:, rows.walk.test_index]),
+    }
+
+
+# ------------------------------------------------------------------- sampling
+
+
+def resample_counts(rng: np.random.RandomState, n_boot: int, n: int) -> IntArray:
+    """(n_boot, n) counts: each replicate draws ``n`` of ``n`` rows with replacement.
+
+    Integer index draws (``rng.randint``, 32-bit: half the memory traffic of the
+    default 64-bit draws), then one ``bincount`` per chunk: the classical
+    bootstrap, at a fraction of the cost of a multinomial over ``n`` categories.
+    """
+    import numpy as np
+
+    if n == 0:
+        return np.zeros((n_boot, 0), dtype=np.int64)
+    dtype = np.int32 if n_boot * n < 2**31 else np.int64
+    draws = rng.randint(0, n, size=(n_boot, n), dtype=dtype)
+    draws += (np.arange(n_boot, dtype=dtype) * dtype(n))[:, None]
+    counts: IntArray = np.bincount(draws.ravel(), minlength=n_boot * n).reshape(n_boot, n)
+    return counts
+
+
+def count_chunks(
+    seed: int, n_boot: int, n_test: int, n_members: int
+) -> Iterator[tuple[IntArray, IntArray]]:
+    """Seeded (test_counts, member_counts) chunks covering ``n_boot`` replicates.
+
+    Test rows are drawn from ``RandomState(seed)`` and member rows from
+    ``RandomState(seed + 1)``; each stream is consumed replicate after replicate,
+    so the replicates are the same whatever the chunk size.
+    """
+    import numpy as np
+
+    test_rng, member_rng = np.random.RandomState(seed), np.random.RandomState(seed + 1)
+    per_chunk = max(1, min(n_boot, CHUNK_ENTRIES // max(n_test, n_members, 1)))
+    done = 0
+    while done < n_boot:
+        b = min(per_chunk, n_boot - done)
+        yield resample_counts(test_rng, b, n_test), resample_counts(member_rng, b, n_members)
+        done += b
+
+
+# -------------------------------------------------------------------- results
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A point estimate with its percentile bootstrap interval.
+
+    ``n_undefined`` replicates held none of the statistic's rows and are left out.
+    """
+
+    point: float
+    low: float
+    high: float
+    n_undefined: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class BootstrapResult:
+    """Intervals for every component and the SPS, and how stable the verdict is.
+
+    ``replicates`` maps each component and ``"sps"`` to its (n_boot,) values, for
+    plots; :meth:`as_dict` leaves them out.
+    """
+
+    n_boot: int
+    seed: int
+    level: float
+    components: dict[str, Interval]
+    sps: Interval
+    verdict: str
+    verdict_change_probability: float
+    verdict_distribution: dict[str, float]
+    replicates: dict[str, FloatArray]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+            "level": self.level,
+            "method": "percentile bootstrap; test rows resampled jointly, members separately",
+            "components": {k: dataclasses.asdict(v) for k, v in self.components.items()},
+            "sps": dataclasses.asdict(self.sps),
+            "verdict": self.verdict,
+            "verdict_change_probability": self.verdict_change_probability,
+            "verdict_distribution": dict(self.verdict_distribution),
+        }
+
+
+def _interval(point: float, values: FloatArray, level: float) -> Interval:
+    import numpy as np
+
+    finite = values[~np.isnan(values)]
+    if not finite.size:
+        return Interval(point, math.nan, math.nan, int(values.size))
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(finite, [tail, 1.0 - tail])
+    return Interval(point, float(low), float(high), int(values.size - finite.size))
+
+
+def _check(rows: ComponentRows) -> None:
+    import numpy as np
+
+    for name, index in (
+        ("fgsm", rows.fgsm.test_index),
+        ("membership", rows.membership.nonmember_test_index),
+        ("calibration", rows.calibration.test_index),
+        ("walk", rows.walk.test_index),
+    ):
+        index = np.asarray(index)
+        if index.size and (index.min() < 0 or index.max() >= rows.n_test):
+            raise ValueError(f"{name}: test-row indices must lie in [0, {rows.n_test})")
+
+
+def bootstrap(
+    rows: ComponentRows,
+    *,
+    weights: Weights,
+    thresholds: VerdictThresholds,
+    n_boot: int = 1000,
+    seed: int = 42,
+    level: float = LEVEL,
+) -> BootstrapResult:
+    """Percentile bootstrap CIs of the components and the SPS, and verdict stability.
+
+    Parameters
+    ----------
+    rows
+        Every component's per-row data (see :class:`ComponentRows`).
+    weights, thresholds
+        The SPS weights and verdict thresholds of the audit's parameters.
+    n_boot
+        Replicates; 1,000 puts the 2.5% quantile on the 25th value.
+    seed
+        Seed of the ``RandomState`` that draws every replicate.
+
+    Returns
+    -------
+    BootstrapResult
+        ``verdict_change_probability`` is the fraction of replicates whose verdict
+        (on the SPS rounded as reported) differs from the audit's own.
+    """
+    import numpy as np
+
+    from .sps import SPS_DECIMALS, security_posture_score, verdict
+
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    _check(rows)
+    n_members = len(rows.membership.member_correct)
+    design = _design(rows)
+    one = component_replicates(
+        rows,
+        np.ones((1, rows.n_test), np.int64),
+        np.ones((1, n_members), np.int64),
+        design=design,
+    )
+    point = {name: float(one[name][0]) for name in COMPONENTS}
+    point_sps = security_posture_score(point, weights)
+    point_verdict = verdict(round(point_sps, SPS_DECIMALS), thresholds)
+
+    parts: dict[str, list[FloatArray]] = {name: [] for name in COMPONENTS}
+    for test_counts, member_counts in count_chunks(seed, n_boot, rows.n_test, n_members):
+        replicate = component_replicates(rows, test_counts, member_counts, design=design)
+        for name, values in replicate.items():
+            parts[name].append(values)
+    replicates = {name: np.concatenate(parts[name]) for name in COMPONENTS}
+    # The SPS of a replicate: summed in the formula's order, as security_posture_score does.
+    sps = np.zeros(n_boot)
+    for name, weight in zip(COMPONENTS, weights.as_tuple(), strict=True):
+        sps = sps + weight * replicates[name]
+    sps = 100.0 * sps
+    replicates["sps"] = sps
+
+    defined = ~np.isnan(sps)
+    rounded = np.round(sps[defined], SPS_DECIMALS)
+    verdicts = Counter(verdict(float(v), thresholds) for v in rounded)
+    total = max(sum(verdicts.values()), 1)
+    distribution = {name: count / total for name, count in verdicts.items()}
+    changed = (total - verdicts[point_verdict]) / total if verdicts else math.nan
+    return BootstrapResult(
+        n_boot=n_boot,
+        seed=seed,
+        level=level,
+        components={name: _interval(point[name], replicates[name], level) for name in COMPONENTS},
+        sps=_interval(point_sps, sps, level),
+        verdict=point_verdict,
+        verdict_change_probability=float(changed),
+        verdict_distribution=dict(sorted(distribution.items())),
+        replicates=replicates,
+    )
+
+
+def auc_interval(
+    member_scores: FloatArray,
+    nonmember_scores: FloatArray,
+    *,
+    n_boot: int = 1000,
+    seed: int = 42,
+    level: float = LEVEL,
+) -> Interval:
+    """Percentile bootstrap interval of a membership attack's AUC.
+
+    Members and non-members are resampled separately (each group keeps its size),
+    the design of an attack evaluation with fixed group sizes; the sort is shared
+    by every replicate (:func:`weighted_auc`).
+    """
+    import numpy as np
+
+    members = np.asarray(member_scores, dtype=np.float64)
+    nonmembers = np.asarray(nonmember_scores, dtype=np.float64)
+    scores = np.concatenate([members, nonmembers])
+    labels = np.r_[np.ones(len(members), np.int64), np.zeros(len(nonmembers), np.int64)]
+    point = weighted_auc(scores, labels, np.ones((1, len(scores))))[0][0]
+    values = []
+    for nonmember_counts, member_counts in count_chunks(
+        seed, n_boot, len(nonmembers), len(members)
+    ):
+        counts = np.concatenate([member_counts, nonmember_counts], axis=1)
+        values.append(weighted_auc(scores, labels, counts)[0])
+    return _interval(float(point), np.concatenate(values), level)
