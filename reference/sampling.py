@@ -107,7 +107,9 @@ def canonical_order(X: FloatArray, y: IntArray | None = None) -> IntArray:
     return result
 
 
-def sample_rows(X: FloatArray, y: IntArray | None, size: int | None, *, seed: int) -> IntArray:
+def sample_rows(
+    X: FloatArray, y: IntArray | None, size: int | None, *, seed: int, presorted: bool = False
+) -> IntArray:
     """``size`` row indices drawn at random with ``seed``, independent of row order.
 
     Parameters
@@ -119,6 +121,9 @@ def sample_rows(X: FloatArray, y: IntArray | None, size: int | None, *, seed: in
     seed
         Seed of a fresh ``numpy.random.RandomState``; its streams are frozen
         across NumPy releases (NEP 19), so a seed names the same rows everywhere.
+    presorted
+        The rows are already in :func:`canonical_order` (an audit sorts each split
+        once), so hashing them again is skipped: it would give the identity.
 
     Returns
     -------
@@ -130,8 +135,8 @@ def sample_rows(X: FloatArray, y: IntArray | None, size: int | None, *, seed: in
         raise ValueError(f"size must be >= 0, got {size}")
     n = int(np.asarray(X).shape[0])
     k = n if size is None else min(size, n)
-    permutation = np.random.RandomState(seed).permutation(n)
-    drawn: IntArray = canonical_order(X, y)[permutation[:k]]
+    permutation = np.random.RandomState(seed).permutation(n)[:k]
+    drawn: IntArray = permutation if presorted else canonical_order(X, y)[permutation]
     return drawn
 
 
@@ -165,6 +170,7 @@ def membership_sample(
     seed: int,
     pool_cap: int,
     nonmember_cap: int | None = None,
+    presorted: bool = False,
 ) -> MembershipSample:
     """Members, non-members and the shadow pool of the own-data profile.
 
@@ -180,10 +186,10 @@ def membership_sample(
     # Equal groups where the training set allows, so a guessing attack has 50%
     # accuracy; a training set smaller than the test set leaves more non-members.
     n_members = min(n_nonmembers, n_train)
-    train_order = sample_rows(X_train, y_train, None, seed=seed)
+    train_order = sample_rows(X_train, y_train, None, seed=seed, presorted=presorted)
     # A different stream for the test rows: with one seed the two permutations
     # would be equal whenever the splits have equal sizes.
-    test_order = sample_rows(X_test, y_test, None, seed=seed + 1)
+    test_order = sample_rows(X_test, y_test, None, seed=seed + 1, presorted=presorted)
     return MembershipSample(
         members=np.ascontiguousarray(train_order[:n_members]),
         nonmembers=np.ascontiguousarray(test_order[:n_nonmembers]),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import pickle
 from pathlib import Path
 
 import pytest
@@ -110,27 +109,6 @@ def test_a_model_owner_audits_their_own_pickle_on_their_own_csvs(
     assert report["sps"] == reference(warm_cache, "wdbc-baseline").sps
     assert report["details"]["artifact_sha256"] == wdbc_artifacts["wdbc-baseline"].sha256
     assert "unpickling" in capsys.readouterr().err
-
-
-def test_a_model_owner_gets_a_clear_error_for_a_bad_label_column(
-    tmp_path: Path, wdbc: Dataset, capsys: pytest.CaptureFixture[str]
-) -> None:
-    train, test = write_csvs(wdbc, tmp_path, train_name="train.csv", test_name="test.csv")
-    (tmp_path / "model.pkl").write_bytes(pickle.dumps(None))
-    argv = [
-        "audit",
-        "--model",
-        str(tmp_path / "model.pkl"),
-        "--train",
-        str(train),
-        "--test",
-        str(test),
-    ]
-    assert main([*argv, "--label", "outcome"]) == 2
-    assert (
-        f"{train}: no label column 'outcome'; the columns are ['label', 'mean radius'"
-        in capsys.readouterr().err
-    )
 
 
 def test_a_missing_model_file_is_reported_before_anything_is_unpickled(

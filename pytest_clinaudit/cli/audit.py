@@ -21,6 +21,9 @@ from pytest_clinaudit.cli.common import (
     progress_printer,
 )
 
+OWN_DATA = "own-data"
+"""The profile name an own-data report carries (``reference.own_data.PROFILE``)."""
+
 
 def register(sub: Any) -> None:
     audit = sub.add_parser(
@@ -38,12 +41,68 @@ def register(sub: Any) -> None:
     audit.add_argument("--test", type=Path, metavar="CSV", help="test CSV (same columns)")
     audit.add_argument("--label", metavar="COLUMN", help="label column (0/1, 1 = adverse outcome)")
     audit.add_argument(
+        "--positive-class",
+        metavar="VALUE",
+        help="the label value audited as the positive (adverse) class; needed unless the "
+        "label is 0/1, when it is 1",
+    )
+    audit.add_argument(
         "--params",
         metavar="NAME|FILE",
-        help="attack parameters: a variant name or a variant-like TOML file "
-        "(default: wdbc-baseline)",
+        help="the task's exact parameters (sps-v1) of a variant or a variant-like TOML file, "
+        "instead of the own-data profile",
+    )
+    own = audit.add_argument_group("own-data profile (the default for your own model)")
+    own.add_argument(
+        "--epsilon",
+        type=_non_negative,
+        default=OwnDataDefaults.epsilon,
+        metavar="STD",
+        help=f"FGSM budget per feature in training standard deviations "
+        f"(default {OwnDataDefaults.epsilon:g})",
+    )
+    own.add_argument(
+        "--seed", type=int, default=OwnDataDefaults.seed, help="seed of every draw (default 42)"
+    )
+    own.add_argument(
+        "--bootstrap",
+        type=_positive_int,
+        default=OwnDataDefaults.n_boot,
+        metavar="N",
+        help=f"bootstrap replicates of the intervals (default {OwnDataDefaults.n_boot})",
+    )
+    own.add_argument(
+        "--no-lira", action="store_true", help="skip LiRA (it refits the model four times)"
     )
     audit.set_defaults(handler=_cmd_audit)
+
+
+class OwnDataDefaults:
+    """The own-data profile's defaults shown in --help, without importing NumPy for it."""
+
+    epsilon = 0.1
+    seed = 42
+    n_boot = 1000
+
+
+def _non_negative(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}")
+    return number
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return number
 
 
 def format_summary(title: str, report: dict[str, Any]) -> str:
@@ -95,6 +154,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         "--test": args.test,
         "--label": args.label,
     }
+    from pytest_clinaudit.owner.inputs import InputError
+
     try:
         if args.variant is not None:
             given = [flag for flag, value in owner_flags.items() if value is not None]
@@ -120,11 +181,16 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                     f"and --label (missing: {', '.join(missing)})"
                 )
             report, title = _audit_own_model(args, progress)
-    except (CLIError, VariantError, DataError) as exc:
+    except (CLIError, VariantError, DataError, InputError) as exc:
         print(f"clinaudit audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     _write_report(report, args.out)
-    print(format_summary(title, report))
+    if report.get("profile") == OWN_DATA:
+        from pytest_clinaudit.owner.summary import format_own_audit
+
+        print(format_own_audit(title, report))
+    else:
+        print(format_summary(title, report))
     if args.out is not None:
         print(f"report written to {args.out}")
     else:
@@ -135,32 +201,54 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 def _audit_own_model(
     args: argparse.Namespace, progress: Callable[[str], None]
 ) -> tuple[dict[str, Any], str]:
-    from pytest_clinaudit.catalog.references import audit_artifact
-    from pytest_clinaudit.reference.data import load_csv_pair
-    from pytest_clinaudit.reference.recipes import Artifact
+    from pytest_clinaudit.owner.audit import audit_own_model, audit_with_task_params
 
+    model_path: Path = args.model
+    if not model_path.is_file():
+        raise CLIError(f"--model {model_path}: no such file")
+    if model_path.suffix.lower() not in (".pt2", ".json", ".ubj"):
+        print(
+            f"clinaudit: unpickling {model_path} because you passed it with --model. "
+            "Unpickling runs code from the file: audit only models you trust.",
+            file=sys.stderr,
+        )
+    files = {"train": args.train, "test": args.test, "label": args.label}
+    if args.params is None:
+        import dataclasses
+
+        from pytest_clinaudit.reference.own_data import OwnDataParams
+
+        defaults = OwnDataParams()
+        params = dataclasses.replace(
+            defaults,
+            epsilon=args.epsilon,
+            seed=args.seed,
+            n_boot=args.bootstrap,
+            lira_shadows=0 if args.no_lira else defaults.lira_shadows,
+        )
+        report = audit_own_model(
+            model_path,
+            **files,
+            positive_class=args.positive_class,
+            params=params,
+            progress=progress,
+        )
+        return report, f"{model_path.name} (profile own-data)"
     catalog = catalog_from(args)
-    spec = args.params or "wdbc-baseline"
+    spec = args.params
     if spec in catalog:
-        params = catalog.get(spec).params
+        task_params = catalog.get(spec).params
     elif Path(spec).is_file():
-        params = load_audit_params(Path(spec))
+        task_params = load_audit_params(Path(spec))
     else:
         raise CLIError(
             f"--params {spec!r} is neither a variant ({', '.join(catalog.names())}) nor a file"
         )
-    model_path: Path = args.model
-    if not model_path.is_file():
-        raise CLIError(f"--model {model_path}: no such file")
-    data = load_csv_pair(args.train, args.test, label=args.label, name=args.train.stem)
-    print(
-        f"clinaudit: unpickling {model_path} because you passed it with --model. "
-        "Unpickling runs code "
-        "from the file: audit only models you trust.",
-        file=sys.stderr,
+    report = audit_with_task_params(
+        model_path,
+        **files,
+        positive_class=args.positive_class,
+        params=task_params,
+        progress=progress,
     )
-    artifact = Artifact(model_path.read_bytes())
-    reference = audit_artifact(
-        model_path.name, artifact, data, params, cache=cache_from(args), progress=progress
-    )
-    return reference.report, f"{model_path.name} (parameters: {spec})"
+    return report, f"{model_path.name} (parameters: {spec})"

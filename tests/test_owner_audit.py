@@ -1,0 +1,384 @@
+"""`clinaudit audit --model ...`: the input contract, the own-data profile, its report.
+
+Every bad model or data file is one line on stderr and exit status 2, before
+any attack runs; the messages are pinned whole. A good audit is independent of
+the files' row order, audits the class the owner names, and reports intervals.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import owner_models
+import pytest
+
+from pytest_clinaudit.cli import main
+from pytest_clinaudit.reference.data import Dataset, write_csvs
+from pytest_clinaudit.reference.params import COMPONENTS
+
+FAST = ["--bootstrap", "200", "--no-lira", "-q"]
+"""A quick own-data audit: fewer replicates, no LiRA refits, no progress lines."""
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory, wdbc: Dataset) -> dict[str, Path]:
+    """The WDBC splits as CSV files and a logistic-regression pipeline fitted on them."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    directory = tmp_path_factory.mktemp("owner")
+    train, test = write_csvs(wdbc, directory, train_name="train.csv", test_name="test.csv")
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    model.fit(wdbc.X_train, wdbc.y_train)
+    path = directory / "model.pkl"
+    path.write_bytes(pickle.dumps(model))
+    return {"train": train, "test": test, "model": path, "dir": directory}
+
+
+def _pickle(path: Path, model: Any) -> Path:
+    path.write_bytes(pickle.dumps(model))
+    return path
+
+
+def _audit(
+    files: dict[str, Path], *extra: str, model: Path | None = None, **paths: Path
+) -> list[str]:
+    chosen = {"model": model or files["model"], "train": files["train"], "test": files["test"]}
+    chosen.update(paths)
+    return [
+        "audit",
+        "--model",
+        str(chosen["model"]),
+        "--train",
+        str(chosen["train"]),
+        "--test",
+        str(chosen["test"]),
+        "--label",
+        "label",
+        *extra,
+    ]
+
+
+def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """The one error line of a refused audit (exit status 2)."""
+    assert main(argv) == 2
+    err = [
+        line
+        for line in capsys.readouterr().err.splitlines()
+        if not line.startswith("clinaudit: unpickling")
+    ]
+    assert len(err) == 1, err
+    prefix = "clinaudit audit: error: "
+    assert err[0].startswith(prefix)
+    return err[0][len(prefix) :]
+
+
+def _rewrite(source: Path, target: Path, change: Any) -> Path:
+    """``source`` with each row (a dict) passed through ``change``; the header kept."""
+    with source.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    header = list(rows[0])
+    rows = [change(dict(row)) for row in rows]
+    with target.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else header)
+        writer.writeheader()
+        writer.writerows(rows)
+    return target
+
+
+# ------------------------------------------------------------- the contract
+
+
+def test_a_model_without_predict_proba_is_refused_with_the_fix(
+    files: dict[str, Path], wdbc: Dataset, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sklearn.svm import SVC
+
+    svc = _pickle(files["dir"] / "svc.pkl", SVC().fit(wdbc.X_train, wdbc.y_train))
+    assert _error(capsys, _audit(files, *FAST, model=svc)) == (
+        "SVC has no predict_proba; the audit needs class probabilities "
+        "(an SVC gives probabilities only when fitted with probability=True)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (
+            owner_models.NaNProbabilities(),
+            "NaNProbabilities.predict_proba returned NaN or infinite probabilities for 1 of "
+            "16 rows (first at row 3); the audit needs finite probabilities",
+        ),
+        (
+            owner_models.Scores(),
+            "Scores.predict_proba returned values outside [0, 1] (min -3, max 3); expected "
+            "probabilities, not scores or logits",
+        ),
+        (
+            owner_models.OneColumn(),
+            "OneColumn.predict_proba returned shape (16, 1) for 16 rows; expected (16, 2)",
+        ),
+        (
+            owner_models.ThreeClasses(),
+            "ThreeClasses has 3 classes (0, 1, 2); the audit needs a binary classifier",
+        ),
+    ],
+    ids=["nan", "scores", "one-column", "three-classes"],
+)
+def test_probabilities_are_checked_before_any_attack(
+    files: dict[str, Path],
+    model: Any,
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    path = _pickle(tmp_path / "bad.pkl", model)
+    assert _error(capsys, _audit(files, *FAST, model=path)) == message
+
+
+def test_a_file_that_is_not_a_pickle_says_so(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "model.pkl"
+    path.write_text("not a model")
+    message = _error(capsys, _audit(files, *FAST, model=path))
+    assert message.startswith(f"{path}: cannot be unpickled (UnpicklingError: ")
+
+
+def test_a_missing_label_column_names_the_columns_there_are(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = _audit(files, *FAST)
+    argv[argv.index("label")] = "outcome"
+    assert _error(capsys, argv) == (
+        f"{files['train']}: no label column 'outcome'; the columns are 'label', "
+        "'mean radius', 'mean texture', 'mean perimeter', 'mean area', 'mean smoothness' and "
+        "25 more (pass the label's column name with --label)"
+    )
+
+
+def test_non_numeric_features_are_named_all_at_once(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    def words(row: dict[str, str]) -> dict[str, str]:
+        row["mean radius"] = "large"
+        row["mean area"] = ""
+        return row
+
+    train = _rewrite(files["train"], tmp_path / "train.csv", words)
+    assert _error(capsys, _audit(files, *FAST, train=train)) == (
+        f"{train}: feature columns 'mean radius', 'mean area' are not numeric (e.g. 'large' "
+        "on line 2); encode categories as numbers and fill missing values before auditing"
+    )
+
+
+def test_an_infinite_value_names_its_line_and_column(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rows = iter(range(10**6))
+
+    def infinite(row: dict[str, str]) -> dict[str, str]:
+        if next(rows) == 4:
+            row["worst area"] = "inf"
+        return row
+
+    test = _rewrite(files["test"], tmp_path / "test.csv", infinite)
+    assert _error(capsys, _audit(files, *FAST, test=test)) == (
+        f"{test}, line 6, column 'worst area': inf is not a finite number; impute or drop it "
+        "before auditing"
+    )
+
+
+def test_a_label_with_three_values_is_not_binary(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rows = iter(range(10**6))
+
+    def third(row: dict[str, str]) -> dict[str, str]:
+        if next(rows) == 0:
+            row["label"] = "2"
+        return row
+
+    train = _rewrite(files["train"], tmp_path / "train.csv", third)
+    assert _error(capsys, _audit(files, *FAST, train=train)) == (
+        "label column 'label' is not binary: it holds '0', '1', '2'"
+    )
+
+
+def test_test_columns_that_differ_from_the_training_columns_are_refused(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    def drop(row: dict[str, str]) -> dict[str, str]:
+        row.pop("worst symmetry")
+        return row
+
+    test = _rewrite(files["test"], tmp_path / "test.csv", drop)
+    assert _error(capsys, _audit(files, *FAST, test=test)) == (
+        f"{test}: the test file lacks 'worst symmetry' compared with {files['train']}; "
+        "both need the same columns"
+    )
+
+
+def test_a_file_with_one_class_cannot_be_audited(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    test = _rewrite(files["test"], tmp_path / "test.csv", lambda row: {**row, "label": "0"})
+    assert _error(capsys, _audit(files, *FAST, test=test)) == (
+        "the test file holds one class only; an audit needs both classes in each file"
+    )
+
+
+# ------------------------------------------------------------- the positive class
+
+
+@pytest.fixture(scope="module")
+def worded(files: dict[str, Path], wdbc: Dataset) -> dict[str, Path]:
+    """The same data with labels 'died' (the adverse class) and 'survived', and its model."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    def word(row: dict[str, str]) -> dict[str, str]:
+        return {**row, "label": "died" if row["label"] == "1" else "survived"}
+
+    directory = files["dir"]
+    train = _rewrite(files["train"], directory / "worded-train.csv", word)
+    test = _rewrite(files["test"], directory / "worded-test.csv", word)
+    labels = np.where(wdbc.y_train == 1, "died", "survived")
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    model.fit(wdbc.X_train, labels)
+    assert list(model.classes_) == ["died", "survived"]  # the adverse class is column 0
+    return {"train": train, "test": test, "model": _pickle(directory / "worded.pkl", model)}
+
+
+def test_string_labels_need_the_positive_class_named(
+    files: dict[str, Path], worded: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _error(capsys, _audit(files, *FAST, **worded)) == (
+        "label column 'label' holds 'died', 'survived': name the positive (adverse) class "
+        "with --positive-class"
+    )
+    assert _error(capsys, _audit(files, *FAST, "--positive-class", "dead", **worded)) == (
+        "positive class 'dead' does not occur in label column 'label' (values: 'died', 'survived')"
+    )
+
+
+def test_the_named_positive_class_is_audited_on_its_own_column(
+    files: dict[str, Path], worded: dict[str, Path], tmp_path: Path
+) -> None:
+    out_words, out_numbers = tmp_path / "words.json", tmp_path / "numbers.json"
+    argv = _audit(files, *FAST, "--positive-class", "died", "--out", str(out_words), **worded)
+    assert main(argv) == 0
+    assert main(_audit(files, *FAST, "--out", str(out_numbers))) == 0
+    words, numbers = (json.loads(p.read_text()) for p in (out_words, out_numbers))
+    # died <-> 1: the same audit, so the same AUROC and components, not their mirror image.
+    assert words["diagnostics"]["auroc"] == pytest.approx(numbers["diagnostics"]["auroc"])
+    assert words["diagnostics"]["auroc"] > 0.9
+    assert words["components"] == pytest.approx(numbers["components"], abs=1e-9)
+
+
+# ------------------------------------------------------------- the report
+
+
+def test_row_order_does_not_change_the_audit(files: dict[str, Path], tmp_path: Path) -> None:
+    """Sorting the training file by label and reversing the test file changes nothing."""
+    shuffled = tmp_path / "shuffled"
+    shuffled.mkdir()
+    for name, key in (("train", lambda r: r["label"]), ("test", None)):
+        with files[name].open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            header, rows = reader.fieldnames, list(reader)
+        rows = sorted(rows, key=key) if key else rows[::-1]
+        with (shuffled / f"{name}.csv").open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=header or [])
+            writer.writeheader()
+            writer.writerows(rows)
+    outputs = []
+    for directory in (None, shuffled):
+        out = tmp_path / f"{'shuffled' if directory else 'original'}.json"
+        paths = (
+            {}
+            if directory is None
+            else {"train": directory / "train.csv", "test": directory / "test.csv"}
+        )
+        assert main(_audit(files, *FAST, "--out", str(out), **paths)) == 0
+        outputs.append(json.loads(out.read_text()))
+    original, permuted = outputs
+    for key in (
+        "sps",
+        "components",
+        "verdict",
+        "uncertainty",
+        "diagnostics",
+        "membership",
+        "robustness",
+    ):
+        assert permuted[key] == original[key], key
+    assert permuted["data"]["rows_sha256"] == original["data"]["rows_sha256"]
+    assert permuted["data"]["train"]["sha256"] != original["data"]["train"]["sha256"]
+
+
+def test_the_report_carries_intervals_diagnostics_and_caveats(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "own.json"
+    assert main(_audit(files, "--bootstrap", "200", "--out", str(out))) == 0
+    report = json.loads(out.read_text())
+    assert report["profile"] == "own-data"
+    assert report["parameters"]["epsilon"] == 0.1  # training-std units, not raw ones
+    boot = report["uncertainty"]
+    for name in COMPONENTS:
+        interval = boot["components"][name]
+        assert interval["low"] <= report["components"][name] <= interval["high"] + 1e-12
+    assert boot["sps"]["low"] <= report["sps"] <= boot["sps"]["high"] + 0.005
+    assert 0.0 <= boot["verdict_change_probability"] <= 1.0
+    assert set(report["membership"]) == {"shadow", "loss_threshold", "lira"}
+    assert report["membership"]["lira"]["n_shadows"] == 4
+    assert [p["fpr"] for p in report["membership"]["loss_threshold"]["low_fpr"]] == [0.01, 0.001]
+    assert report["membership"]["loss_threshold"]["low_fpr"][1]["estimable"] is False
+    assert any("needs at least 1000 non-members" in c for c in report["caveats"])
+    assert report["diagnostics"]["recalibration"]["slope"] > 0
+    assert len(report["robustness"]["fgsm_curve"]) >= 5
+    assert report["robustness"]["distance"]["n_found"] > 0
+    printed = capsys.readouterr().out
+    assert "95% CI" in printed
+    assert "verdict unchanged in" in printed
+    assert "caveats:" in printed
+
+
+def test_the_task_parameters_stay_available_with_params(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "task.json"
+    argv = _audit(files, "--params", "wdbc-baseline", "--out", str(out), "-q")
+    assert main(argv) == 0
+    report = json.loads(out.read_text())
+    assert "profile" not in report
+    assert report["details"]["semantics"] == "sps-v1"
+    assert report["details"]["parameters"]["fgsm"]["epsilon"] == 0.15  # raw units, as graded
+
+
+def test_an_xgboost_booster_is_audited(
+    files: dict[str, Path], wdbc: Dataset, tmp_path: Path
+) -> None:
+    import xgboost
+
+    booster = xgboost.train(
+        {"objective": "binary:logistic", "max_depth": 2, "nthread": 1, "seed": 0},
+        xgboost.DMatrix(wdbc.X_train, label=wdbc.y_train),
+        num_boost_round=20,
+    )
+    path = tmp_path / "booster.json"
+    booster.save_model(str(path))
+    out = tmp_path / "booster-report.json"
+    assert main(_audit(files, *FAST, "--out", str(out), model=path)) == 0
+    report = json.loads(out.read_text())
+    assert report["model"]["kind"] == "xgboost.Booster"
+    assert report["membership"]["lira"] == {"skipped": "LiRA disabled"}
+    assert report["diagnostics"]["auroc"] > 0.9
