@@ -150,7 +150,7 @@ def calibration(model: Any, X_test: Any, y_test: Any, p: dict[str, Any]) -> dict
 
 
 def boundary(model: Any, X_test: Any, p: dict[str, Any]) -> dict[str, Any]:
-    """Walks advance together; one predict call per step for the rows still walking."""
+    """Every point of every walk first (none depends on a prediction), then one predict."""
     import numpy as np
 
     rows = np.random.RandomState(p["seed"]).choice(
@@ -166,31 +166,31 @@ def boundary(model: Any, X_test: Any, p: dict[str, Any]) -> dict[str, Any]:
             walking.append(k)
             current.append(X_test[row])
             targets.append(X_test[other[0]])
+    if not walking:
+        return {"score": 1.0, "mean_steps_to_flip": float(p["max_steps"])}
     walking_arr = np.array(walking, dtype=int)
     current_arr, targets_arr = np.array(current), np.array(targets)
-    for step in range(1, p["max_steps"] + 1):
-        if walking_arr.size == 0:
-            break
+    alive = np.ones(len(walking_arr), dtype=bool)
+    visited = []  # per step: which walks are still going, and where they are
+    for _ in range(p["max_steps"]):
         d = targets_arr - current_arr
         norms = np.array([np.linalg.norm(row) for row in d])
-        keep = norms >= p["min_norm"]
-        walking_arr, current_arr, targets_arr, d, norms = (
-            walking_arr[keep],
-            current_arr[keep],
-            targets_arr[keep],
-            d[keep],
-            norms[keep],
+        alive &= norms >= p["min_norm"]  # a walk that reached its target stops for good
+        safe = np.where(alive, norms, 1.0)
+        current_arr = np.where(
+            alive[:, None], current_arr + p["step_size"] * d / safe[:, None], current_arr
         )
-        if walking_arr.size == 0:
-            break
-        candidates = current_arr + p["step_size"] * d / norms[:, None]
-        flipped = model.predict(candidates) != origin[walking_arr]
-        steps[walking_arr[flipped]] = step
-        walking_arr, current_arr, targets_arr = (
-            walking_arr[~flipped],
-            candidates[~flipped],
-            targets_arr[~flipped],
-        )
+        visited.append((np.flatnonzero(alive), current_arr[alive]))
+    answers = model.predict(np.concatenate([points for _, points in visited]))
+    first_flip = {}
+    offset = 0
+    for step, (who, points) in enumerate(visited, start=1):
+        flipped = answers[offset : offset + len(points)] != origin[walking_arr[who]]
+        offset += len(points)
+        for k in who[flipped]:
+            first_flip.setdefault(int(k), step)
+    for k, step in first_flip.items():
+        steps[walking_arr[k]] = step
     mean = float(np.mean(steps))
     return {"score": min(1.0, mean / p["max_steps"]), "mean_steps_to_flip": mean}
 
@@ -229,31 +229,44 @@ def run_audit(workspace: Path) -> dict[str, Any]:
     }
 
 
+MODES = ("correct", "no-report", "empty", "wrong-sum", "string-numbers")
+
+
+def as_submitted(report: dict[str, Any], mode: str) -> str | None:
+    """What an agent of ``mode`` writes, given the correct report; None: no file at all.
+
+    The paper's failure modes: no report, an empty file, the SPS 22 points off
+    the right components (the aggregation slip), numbers written as strings.
+    """
+    if mode == "no-report":
+        return None
+    if mode == "empty":
+        return ""
+    written = json.loads(json.dumps(report))
+    if mode == "wrong-sum":
+        written["sps"] = round(written["sps"] - 22.0, 2)
+    elif mode == "string-numbers":
+        written["sps"] = str(written["sps"])
+        written["components"] = {k: str(v) for k, v in written["components"].items()}
+    elif mode != "correct":
+        raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    return json.dumps(written, indent=2) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Scripted agent for the clinical security audit task."
     )
     parser.add_argument("workspace", type=Path, nargs="?", default=Path.cwd())
-    parser.add_argument(
-        "--mode",
-        choices=("correct", "no-report", "empty", "wrong-sum", "string-numbers"),
-        default="correct",
-    )
+    parser.add_argument("--mode", choices=MODES, default="correct")
     args = parser.parse_args(argv)
     out = args.workspace / "report.json"
-    if args.mode == "empty":
-        out.write_text("", encoding="utf-8")
-        return 0
-    report = run_audit(args.workspace)
-    if args.mode == "no-report":
-        return 0
-    if args.mode == "wrong-sum":
-        report["sps"] = round(report["sps"] - 22.0, 2)
-    if args.mode == "string-numbers":
-        report["sps"] = str(report["sps"])
-        report["components"] = {k: str(v) for k, v in report["components"].items()}
-    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {out}: SPS {report['sps']} {report['verdict']}")
+    # Modes that write no numbers need no audit.
+    report = {} if args.mode in ("no-report", "empty") else run_audit(args.workspace)
+    text = as_submitted(report, args.mode)
+    if text is not None:
+        out.write_text(text, encoding="utf-8")
+        print(f"wrote {out} ({args.mode})")
     return 0
 
 
