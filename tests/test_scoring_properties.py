@@ -269,3 +269,64 @@ def test_invariants_write_nothing_into_the_working_directory(
     for _, invariant, _ in invariants.INVARIANTS:
         assert invariant(g).passed
     assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["scratch"])
+
+
+# --------------------------------------------------------- memoized invariants
+
+
+def _memo_grading(warm_cache: Path, cache_dir: Path, submitted: bytes = b"{}") -> Grading:
+    import dataclasses
+
+    from pytest_clinaudit.catalog.cache import ReferenceCache
+
+    return dataclasses.replace(
+        _grading(submitted, warm_cache, "strict"), cache=ReferenceCache(cache_dir)
+    )
+
+
+def test_an_invariant_runs_once_per_reference_and_is_read_back_after(
+    warm_cache: Path, tmp_path: Path
+) -> None:
+    calls: list[str] = []
+
+    def counted(g: Grading) -> Outcome:
+        calls.append("ran")
+        return invariants.invariant_sps_bounded(g)
+
+    g = _memo_grading(warm_cache, tmp_path)
+    first = invariants.memoized("sps-bounded", counted, g)
+    # Another submission, same reference: the stored outcome, not another run.
+    other = _memo_grading(warm_cache, tmp_path, json.dumps({"sps": 1}).encode())
+    second = invariants.memoized("sps-bounded", counted, other)
+    assert calls == ["ran"]
+    assert second == first
+    assert first.passed
+    assert len(list((tmp_path / invariants.CACHE_KIND).glob("*.json"))) == 1
+
+
+def test_a_changed_reference_is_checked_afresh_not_read_from_the_memo(
+    warm_cache: Path, tmp_path: Path
+) -> None:
+    import dataclasses
+
+    g = _memo_grading(warm_cache, tmp_path)
+    assert invariants.memoized("reference-consistent", invariants.invariant_reference, g).passed
+    tampered = dataclasses.replace(
+        g, reference=dataclasses.replace(g.reference, report=dict(g.reference.report, sps=99.99))
+    )
+    outcome = invariants.memoized("reference-consistent", invariants.invariant_reference, tampered)
+    assert not outcome.passed
+    assert len(list((tmp_path / invariants.CACHE_KIND).glob("*.json"))) == 2
+
+
+def test_without_a_cache_an_invariant_always_runs(warm_cache: Path) -> None:
+    calls: list[str] = []
+
+    def counted(g: Grading) -> Outcome:
+        calls.append("ran")
+        return Outcome.ok("fine")
+
+    g = _grading(b"{}", warm_cache, "strict")
+    invariants.memoized("x", counted, g)
+    invariants.memoized("x", counted, g)
+    assert calls == ["ran", "ran"]
