@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench_tables import print_table
+
 VARIANTS = ("wdbc-baseline", "wdbc-hard")
 _VOLATILE = re.compile(rb' (time|timestamp|hostname)="[^"]*"')
 
@@ -122,13 +124,6 @@ def run(
     return result.seconds, len(result.failed), result.executor, _contents(out)
 
 
-def _print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
-    print(f"\n{title}")
-    for row in (header, ["-" * w for w in widths], *rows):
-        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=500, help="submissions (default 500)")
@@ -178,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "yes" if same else "NO",
             ]
         )
-    _print_table(
+    print_table(
         f"grade-many throughput, {args.n} submissions, warm cache",
         [
             "executor",

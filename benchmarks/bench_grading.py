@@ -40,6 +40,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench_tables import print_table
+
 WARM_TARGET = 1.0
 IMPORT_TARGET = 0.050
 
@@ -122,13 +124,6 @@ def plugin_importtime(bytecode: bool) -> float:
     return total / 1e6
 
 
-def _print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
-    print(f"\n{title}")
-    for row in (header, ["-" * w for w in widths], *rows):
-        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variant", default="wdbc-hard")
@@ -168,13 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{plugin_importtime(bytecode) * 1000:.1f}",
             ]
         )
-    _print_table(
+    print_table(
         f"Warm grading session, {args.variant}, reference report, empty directory "
         f"(median and min of {args.sessions} runs)",
         ["mode", "workers", "median s", "min s", "median / 1 s target"],
         session_rows,
     )
-    _print_table(
+    print_table(
         f"Idle plugin: `pytest --version` in an empty directory "
         f"(median of {args.repeat} runs each)",
         [

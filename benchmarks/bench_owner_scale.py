@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_tables import table
+
 SIZES = "10000,100000,1000000"
 TRAIN_SHARE = 57_839 / (57_839 + 12_395)
 """The published extract's train / test proportion."""
@@ -75,19 +77,6 @@ def _run(command: list[str]) -> tuple[float, float, float]:
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed: {' '.join(command)}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            c.rjust(w) if i else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in [header, *rows]
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def main() -> None:
@@ -158,7 +147,7 @@ def main() -> None:
         ]
     )
     print(f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs; bootstrap {args.bootstrap}")
-    print(_table(header, rows))
+    print(table(header, rows))
 
 
 if __name__ == "__main__":

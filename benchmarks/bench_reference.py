@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_tables import table
+
 ROOT = Path(__file__).resolve().parents[1]
 WDBC = "wdbc-baseline,wdbc-calibrated,wdbc-hard"
 
@@ -119,19 +121,6 @@ def _run_worker(*args: str) -> dict[str, Any]:
     return result
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            c.rjust(w) if i else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in [header, *rows]
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -184,7 +173,7 @@ def main() -> None:
         )
         print(f"  measured {name}", file=sys.stderr, flush=True)
     print(f"\nAudit only, same artifact (median of ours over {args.repeat} runs)")
-    print(_table(["variant", "literal s", "ours s", "speed-up", "literal MiB", "ours MiB"], rows))
+    print(table(["variant", "literal s", "ours s", "speed-up", "literal MiB", "ours MiB"], rows))
 
     recipe = [_run_worker("recipe", ",".join(names)) for _ in range(args.repeat)]
     best = min(recipe, key=lambda r: r["seconds"])
@@ -193,7 +182,7 @@ def main() -> None:
         [name, f"{s['data']:.3f}", f"{s['build']:.3f}", f"{s['audit']:.3f}"]
         for name, s in best["stages"].items()
     ]
-    print(_table(["variant", "data s", "build s", "audit s"], stage_rows))
+    print(table(["variant", "data s", "build s", "audit s"], stage_rows))
     totals = sorted(r["seconds"] for r in recipe)
     print(
         f"total: median {statistics.median(totals):.2f} s, best {totals[0]:.2f} s, "

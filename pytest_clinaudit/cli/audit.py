@@ -18,6 +18,8 @@ from pytest_clinaudit.cli.common import (
     cache_from,
     catalog_from,
     load_context,
+    non_negative,
+    positive_int,
     progress_printer,
 )
 
@@ -55,7 +57,7 @@ def register(sub: Any) -> None:
     own = audit.add_argument_group("own-data profile (the default for your own model)")
     own.add_argument(
         "--epsilon",
-        type=_non_negative,
+        type=non_negative,
         default=OwnDataDefaults.epsilon,
         metavar="STD",
         help=f"FGSM budget per feature in training standard deviations "
@@ -66,7 +68,7 @@ def register(sub: Any) -> None:
     )
     own.add_argument(
         "--bootstrap",
-        type=_positive_int,
+        type=positive_int,
         default=OwnDataDefaults.n_boot,
         metavar="N",
         help=f"bootstrap replicates of the intervals (default {OwnDataDefaults.n_boot})",
@@ -83,26 +85,6 @@ class OwnDataDefaults:
     epsilon = 0.1
     seed = 42
     n_boot = 1000
-
-
-def _non_negative(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not number >= 0 or number == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}")
-    return number
-
-
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
-    return number
 
 
 def format_summary(title: str, report: dict[str, Any]) -> str:

@@ -8,27 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_clinaudit.catalog.cache import ENV_CACHE_DIR
-from pytest_clinaudit.cli.common import EXIT_OK, EXIT_USAGE, CLIError
-
-
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
-    return number
-
-
-def _positive_seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = 0.0
-    if not number > 0:  # also rejects NaN
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {value!r}")
-    return number
+from pytest_clinaudit.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    CLIError,
+    positive_int,
+    positive_seconds,
+)
 
 
 def _cmd_grade_many(args: argparse.Namespace) -> int:
@@ -115,7 +101,7 @@ def register(sub: Any) -> None:
     grade_many.add_argument(
         "-j",
         "--jobs",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="sessions at a time (default: the number of CPUs)",
@@ -158,7 +144,7 @@ def register(sub: Any) -> None:
     )
     grade_many.add_argument(
         "--timeout",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=600.0,
         metavar="SECONDS",
         help="time limit of one session (default 600)",
