@@ -32,5 +32,22 @@ uncertainty
     Joint bootstrap intervals of the components, the SPS and the verdict.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .params import FGSMParams
+
 SEMANTICS = "sps-v1"
 """Version of the attack semantics; part of every reference cache key."""
+
+SEMANTICS_WHITE_BOX = "sps-v1-wb"
+"""SPEC §7: "sps-v1" with FGSM through the audited model's own gradient."""
+
+ALL_SEMANTICS = (SEMANTICS, SEMANTICS_WHITE_BOX)
+
+
+def semantics_of(fgsm: FGSMParams) -> str:
+    """The semantics a parameter set implements: white-box FGSM makes it "sps-v1-wb"."""
+    return SEMANTICS_WHITE_BOX if fgsm.white_box else SEMANTICS

@@ -4,7 +4,7 @@ Each public function validates nothing about the model beyond what it calls
 (``predict_proba`` and ``predict``), takes its numbers from a parameter record,
 and returns a small frozen result whose ``score`` is in [0, 1], higher meaning
 more robust. Row-at-a-time loops are replaced by batched predictions; the
-literal transcription under ``tests/oracle.py`` checks that nothing changed.
+literal transcription in ``tests/literal_oracle.py`` checks that nothing changed.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def positive_proba(model: Classifier, X: FloatArray) -> FloatArray:
     return np.asarray(model.predict_proba(X), dtype=np.float64)[:, 1]
 
 
-def _draw(seed: int, population: int, size: int) -> IntArray:
+def draw_rows(seed: int, population: int, size: int) -> IntArray:
     """``RandomState(seed).choice(population, min(size, population), replace=False)``.
 
     A fresh generator per draw, as the task does: draws never depend on each other
@@ -75,16 +75,68 @@ def fit_surrogate_sign(params: SurrogateParams, X: FloatArray, y: IntArray) -> F
     return sign
 
 
-def fgsm_perturb(X: FloatArray, y: IntArray, epsilon: float, sign: FloatArray) -> FloatArray:
+def fgsm_perturb(
+    X: FloatArray, y: IntArray, epsilon: float | FloatArray, sign: FloatArray
+) -> FloatArray:
     """Move each row by ``epsilon`` per feature against its own label.
 
     Rows labelled 1 step along ``-sign`` (towards class 0) and rows labelled 0
-    along ``+sign``. Shapes: X (n, d), y (n,), sign (d,) -> (n, d).
+    along ``+sign``. ``epsilon`` is one number or a per-feature budget of shape
+    (d,). Shapes: X (n, d), y (n,), sign (d,) -> (n, d).
     """
     import numpy as np
 
     step = epsilon * sign  # computed once, as the row-wise form computes it per row
     return np.where(np.asarray(y)[:, None] == 1, X - step, X + step)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Budget:
+    """Per-feature FGSM step and the box perturbed rows are clipped to.
+
+    Attributes
+    ----------
+    step
+        ``e_j``, shape (d,): ``epsilon`` in raw units, or ``epsilon * s_j`` with
+        ``s_j`` the training standard deviation (ddof=0) of feature j.
+    low, high
+        Each feature's minimum and maximum over the training rows, shape (d,),
+        when perturbed rows are clipped to the training range; else ``None``.
+    """
+
+    step: FloatArray
+    low: FloatArray | None = None
+    high: FloatArray | None = None
+
+    def clip(self, X: FloatArray) -> FloatArray:
+        """``X`` clipped to the training range, or ``X`` itself without one."""
+        import numpy as np
+
+        if self.low is None or self.high is None:
+            return X
+        clipped: FloatArray = np.clip(X, self.low, self.high)
+        return clipped
+
+
+def fgsm_budget(params: FGSMParams, X_train: FloatArray) -> Budget:
+    """The per-feature budget and clipping box that ``params`` asks for.
+
+    ``s_j`` is the population standard deviation (ddof=0, as ``StandardScaler``
+    uses) so that "1 std" means one unit of the standardised space a model sees.
+    In raw units every ``e_j`` is ``epsilon`` itself, so ``e * sign`` has the
+    same bits as ``epsilon * sign`` and "sps-v1" results are unchanged.
+    """
+    import numpy as np
+
+    X_train = np.asarray(X_train, dtype=np.float64)
+    d = X_train.shape[1]
+    if params.in_std_units:
+        step = params.epsilon * X_train.std(axis=0)
+    else:
+        step = np.full(d, params.epsilon)
+    if params.clipped and len(X_train):
+        return Budget(step, X_train.min(axis=0), X_train.max(axis=0))
+    return Budget(step)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,11 +150,22 @@ class FGSMResult:
 
 
 def fgsm_sample(
-    X_test: FloatArray, y_test: IntArray, *, sign: FloatArray, params: FGSMParams
+    X_test: FloatArray,
+    y_test: IntArray,
+    *,
+    sign: FloatArray,
+    params: FGSMParams,
+    budget: Budget | None = None,
 ) -> tuple[IntArray, FloatArray]:
-    """The drawn test rows' indices, shape (k,), and their FGSM copies, shape (k, d)."""
-    idx = _draw(params.seed, len(X_test), params.n_samples)
-    return idx, fgsm_perturb(X_test[idx], y_test[idx], params.epsilon, sign)
+    """The drawn test rows' indices, shape (k,), and their FGSM copies, shape (k, d).
+
+    ``budget`` (:func:`fgsm_budget`) gives per-feature steps and the clipping
+    box; without it every feature moves ``params.epsilon`` unclipped (§3.1).
+    """
+    idx = draw_rows(params.seed, len(X_test), params.n_samples)
+    if budget is None:
+        return idx, fgsm_perturb(X_test[idx], y_test[idx], params.epsilon, sign)
+    return idx, budget.clip(fgsm_perturb(X_test[idx], y_test[idx], budget.step, sign))
 
 
 def fgsm_score(
@@ -128,6 +191,7 @@ def fgsm_robustness(
     *,
     sign: FloatArray,
     params: FGSMParams,
+    budget: Budget | None = None,
 ) -> FGSMResult:
     """FGSM robustness of ``model`` on ``params.n_samples`` drawn test rows.
 
@@ -135,10 +199,12 @@ def fgsm_robustness(
     ----------
     sign
         :func:`fit_surrogate_sign` of the training rows, shape (n_features,).
+    budget
+        :func:`fgsm_budget` of the training rows; ``None`` is §3.1's raw ``epsilon``.
     """
     import numpy as np
 
-    idx, X_adv = fgsm_sample(X_test, y_test, sign=sign, params=params)
+    idx, X_adv = fgsm_sample(X_test, y_test, sign=sign, params=params, budget=budget)
     both = positive_proba(model, np.concatenate([X_test[idx], X_adv]))
     return fgsm_score(y_test[idx], both[: len(idx)], both[len(idx) :], params=params)
 
@@ -420,7 +486,7 @@ def boundary_attack_resistance(
     import numpy as np
 
     predictions = np.asarray(test_predictions)
-    idx = _draw(params.seed, len(X_test), params.n_samples)
+    idx = draw_rows(params.seed, len(X_test), params.n_samples)
     original = predictions[idx]
     steps = np.full(len(idx), params.max_steps, dtype=np.int64)
 

@@ -35,12 +35,26 @@ class SurrogateParams:
     random_state: int
 
 
+_ABSENT_IF_NONE = {"absent_if_none": True}
+"""Field metadata of keys added after sps-v1: :func:`as_dict` leaves them out when unset."""
+
+Gradient = Literal["surrogate", "model"]
+EpsilonUnits = Literal["raw", "std"]
+Clip = Literal["none", "train-range"]
+
+
 @dataclasses.dataclass(frozen=True)
 class FGSMParams:
-    """FGSM robustness (§3.1): AUROC drop under a surrogate's sign perturbation."""
+    """FGSM robustness: AUROC drop under a one-step sign perturbation.
+
+    With the optional keys absent this is SPEC §3.1 ("sps-v1") exactly: the
+    surrogate's coefficient signs, ``epsilon`` in raw units, no clipping. The
+    optional keys select SPEC §7.2 ("sps-v1-wb", ``gradient = "model"``) and
+    the per-feature budgets and clipping a model owner's audit needs.
+    """
 
     epsilon: float
-    """Perturbation size, in the raw (unscaled) units of the features."""
+    """Perturbation size: raw feature units, or training standard deviations (``epsilon_units``)."""
     n_samples: int
     """Test rows drawn without replacement (at most the test size)."""
     seed: int
@@ -48,6 +62,29 @@ class FGSMParams:
     single_class_score: float
     """Score when the drawn rows hold one class, so AUROC is undefined."""
     surrogate: SurrogateParams
+    gradient: Gradient | None = dataclasses.field(default=None, metadata=_ABSENT_IF_NONE)
+    """``"surrogate"`` (absent: §3.1) or ``"model"``: the target's own input gradient (§7.2)."""
+    epsilon_units: EpsilonUnits | None = dataclasses.field(default=None, metadata=_ABSENT_IF_NONE)
+    """``"raw"`` (absent) or ``"std"``: feature j moves ``epsilon * s_j``, ``s_j`` its
+    training standard deviation (ddof=0)."""
+    clip: Clip | None = dataclasses.field(default=None, metadata=_ABSENT_IF_NONE)
+    """``"none"`` (absent) or ``"train-range"``: perturbed rows are clipped to each
+    feature's [min, max] over the training rows."""
+    pgd_steps: int | None = dataclasses.field(default=None, metadata=_ABSENT_IF_NONE)
+    """Iterations of the PGD diagnostic (§7.3); absent: no PGD diagnostic."""
+
+    @property
+    def white_box(self) -> bool:
+        """True when the perturbation follows the audited model's own gradient."""
+        return self.gradient == "model"
+
+    @property
+    def in_std_units(self) -> bool:
+        return self.epsilon_units == "std"
+
+    @property
+    def clipped(self) -> bool:
+        return self.clip == "train-range"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +170,23 @@ class AuditParams:
     verdict: VerdictThresholds
 
 
+def _drop_absent(record: Any, data: dict[str, Any]) -> None:
+    for field in dataclasses.fields(record):
+        value = getattr(record, field.name)
+        if value is None and field.metadata.get("absent_if_none"):
+            del data[field.name]
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            _drop_absent(value, data[field.name])
+
+
 def as_dict(record: Any) -> dict[str, Any]:
-    """A parameter record as plain JSON-ready data (nested records become dicts)."""
-    return dataclasses.asdict(record)
+    """A parameter record as plain JSON-ready data (nested records become dicts).
+
+    Keys added after sps-v1 (the optional FGSM keys) are left out while unset,
+    as they are left out of the variant file: an sps-v1 record gives the same
+    data, and so the same cache keys, as before those keys existed. Any other
+    ``None`` stays, as ``dataclasses.asdict`` gives it.
+    """
+    data = dataclasses.asdict(record)
+    _drop_absent(record, data)
+    return data
