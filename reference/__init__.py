@@ -16,6 +16,8 @@ recipes
     Deterministic model recipes, the FGSM surrogate and model artifacts.
 attacks
     The four attacks, vectorized.
+privacy
+    The loss-threshold membership attack and TPR at a low FPR (SPEC §7.3).
 audit
     Runs the four attacks on one model and assembles the report.
 models
