@@ -18,6 +18,9 @@ attacks
     The four attacks, vectorized.
 privacy
     The loss-threshold membership attack and TPR at a low FPR (SPEC §7.3).
+nn
+    Torch MLP recipes, deterministic training, ``model.pt2`` artifacts and their
+    adapter (imports torch, and only inside its functions).
 audit
     Runs the four attacks on one model and assembles the report.
 models
