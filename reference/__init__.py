@@ -16,6 +16,8 @@ recipes
     Deterministic model recipes, the FGSM surrogate and model artifacts.
 attacks
     The four attacks, vectorized.
+whitebox
+    FGSM and PGD through a differentiable model's own gradient (SPEC §7.2, §7.3).
 privacy
     The loss-threshold membership attack and TPR at a low FPR (SPEC §7.3).
 nn

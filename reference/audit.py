@@ -5,14 +5,16 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from . import SEMANTICS, attacks
+from . import attacks, semantics_of
 from .params import COMPONENTS, AuditParams, MembershipParams, as_dict
 from .sps import rounded_report, security_posture_score
 
 if TYPE_CHECKING:
+    from .attacks import Budget
     from .data import Dataset
+    from .whitebox import Differentiable
 
 Progress = Callable[[str], None]
 
@@ -68,12 +70,18 @@ def audit(
     artifact_sha256: str | None = None,
     progress: Progress = _quiet,
 ) -> AuditResult:
-    """Run the four attacks of SPEC §3 on ``model`` and combine them.
+    """Run the four attacks of SPEC §3 (or §7) on ``model`` and combine them.
+
+    With ``params.fgsm.gradient = "model"`` ("sps-v1-wb") FGSM follows the
+    model's own gradient and ``details`` gains the §7.3 diagnostics; the other
+    three components are the same batched kernels either way.
 
     Parameters
     ----------
     model
-        A fitted binary classifier with ``predict_proba`` and ``predict``.
+        A fitted binary classifier with ``predict_proba`` and ``predict``;
+        for white-box FGSM also ``loss_gradient`` and ``row_losses``
+        (:class:`~.nn.TorchClassifier`).
     data
         Training rows (surrogate, shadow models, members) and test rows.
     params
@@ -94,12 +102,26 @@ def audit(
         timings[name] = round(time.perf_counter() - start, 4)
         return result
 
-    sign = timed(
-        "surrogate",
-        "fitting the FGSM surrogate",
-        lambda: attacks.fit_surrogate_sign(params.fgsm.surrogate, data.X_train, data.y_train),
-    )
-    fgsm_idx, X_adv = attacks.fgsm_sample(data.X_test, data.y_test, sign=sign, params=params.fgsm)
+    budget = attacks.fgsm_budget(params.fgsm, data.X_train)
+    if params.fgsm.white_box:
+        from . import whitebox
+
+        fgsm_idx, X_adv = timed(
+            "gradient",
+            "FGSM through the model's own gradient",
+            lambda: whitebox.fgsm_whitebox_sample(
+                _differentiable(model), data.X_test, data.y_test, params=params.fgsm, budget=budget
+            ),
+        )
+    else:
+        sign = timed(
+            "surrogate",
+            "fitting the FGSM surrogate",
+            lambda: attacks.fit_surrogate_sign(params.fgsm.surrogate, data.X_train, data.y_train),
+        )
+        fgsm_idx, X_adv = attacks.fgsm_sample(
+            data.X_test, data.y_test, sign=sign, params=params.fgsm, budget=budget
+        )
     n_eval = attacks.membership_eval_size(data.n_train, data.n_test, params.membership_inference)
 
     # Every probability the attacks need comes from one predict_proba call: the
@@ -187,8 +209,50 @@ def audit(
             "walk_candidates": boundary.n_candidates,
         },
         "parameters": as_dict(params),
-        "semantics": SEMANTICS,
+        "semantics": semantics_of(params.fgsm),
         "artifact_sha256": artifact_sha256,
         "data_sha256": data.sha256,
     }
+    if params.fgsm.white_box:
+        details.update(
+            timed(
+                "white_box_diagnostics",
+                "PGD and the loss-threshold membership attack",
+                lambda: white_box_diagnostics(_differentiable(model), data, params, budget, n_eval),
+            )
+        )
     return AuditResult(components, details, tuple(prob_test.tolist()), params, timings)
+
+
+def _differentiable(model: attacks.Classifier) -> Differentiable:
+    """``model`` if it gives input gradients and row losses, else a usage error."""
+    if not (hasattr(model, "loss_gradient") and hasattr(model, "row_losses")):
+        raise TypeError(
+            f"white-box FGSM (fgsm.gradient = 'model') needs a differentiable model such as "
+            f"a loaded model.pt2; got {type(model).__name__}"
+        )
+    return cast("Differentiable", model)
+
+
+def white_box_diagnostics(
+    model: Differentiable, data: Dataset, params: AuditParams, budget: Budget, n_eval: int
+) -> dict[str, Any]:
+    """SPEC §7.3, not graded: PGD adversarial AUROC and the loss-threshold attack.
+
+    The loss attack queries the same rows as the shadow-model component: the
+    first ``n_eval`` training rows (members) and test rows (non-members).
+    """
+    from . import privacy, whitebox
+
+    details: dict[str, Any] = {}
+    if params.fgsm.pgd_steps is not None:
+        pgd = whitebox.pgd_auroc(model, data.X_test, data.y_test, params=params.fgsm, budget=budget)
+        details["pgd_auroc_adversarial"] = pgd.auroc_adversarial
+        details["pgd_steps"] = pgd.steps
+    losses = privacy.loss_attack(
+        model.row_losses(data.X_train[:n_eval], data.y_train[:n_eval]),
+        model.row_losses(data.X_test[:n_eval], data.y_test[:n_eval]),
+    )
+    details["loss_attack_auc"] = losses.auc
+    details["loss_attack_tpr_at_1pct_fpr"] = losses.tpr_at_low_fpr
+    return details
