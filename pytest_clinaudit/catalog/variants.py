@@ -22,8 +22,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from pytest_clinaudit.reference import SEMANTICS
+from pytest_clinaudit.reference import (
+    ALL_SEMANTICS,
+    SEMANTICS,
+    SEMANTICS_WHITE_BOX,
+    semantics_of,
+)
 from pytest_clinaudit.reference.data import SOURCES, LoadContext
+from pytest_clinaudit.reference.nn import MLPRecipe
 from pytest_clinaudit.reference.params import (
     AuditParams,
     BoundaryParams,
@@ -33,7 +39,13 @@ from pytest_clinaudit.reference.params import (
     VerdictThresholds,
     Weights,
 )
-from pytest_clinaudit.reference.recipes import ESTIMATORS, Augmentation, Calibration, ModelRecipe
+from pytest_clinaudit.reference.recipes import (
+    ESTIMATORS,
+    Augmentation,
+    Calibration,
+    ModelRecipe,
+    RecipeError,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,7 +81,7 @@ class Variant:
     semantics: str
     paper_reference_sps: float | None
     dataset: Any
-    model: ModelRecipe
+    model: ModelRecipe | MLPRecipe
     params: AuditParams
     tolerance: Tolerance
     path: Path
@@ -173,6 +185,12 @@ class _Reader:
             if not isinstance(value, str):
                 raise self.error(at, f"expected a string, got {_describe(value)}")
             return value
+        if hint == tuple[int, ...]:
+            if not isinstance(value, list) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value
+            ):
+                raise self.error(at, f"expected an array of integers, got {_describe(value)}")
+            return tuple(value)
         if dataclasses.is_dataclass(hint):
             if not isinstance(value, dict):
                 raise self.error(at, f"expected a table, got {_describe(value)}")
@@ -218,6 +236,8 @@ def _check_ranges(reader: _Reader, params: AuditParams, tolerance: Tolerance) ->
     """Values a record's types cannot express: sizes, probabilities, sums."""
     f, m, c, b = params.fgsm, params.membership_inference, params.calibration, params.boundary
     _positive(reader, "fgsm", n_samples=f.n_samples)
+    if f.pgd_steps is not None:
+        _positive(reader, "fgsm", pgd_steps=f.pgd_steps)
     _positive(reader, "fgsm.surrogate", C=f.surrogate.C, max_iter=f.surrogate.max_iter)
     _positive(
         reader,
@@ -256,9 +276,15 @@ def _check_ranges(reader: _Reader, params: AuditParams, tolerance: Tolerance) ->
         raise reader.error("tolerance.sps_partial", "must be at least tolerance.sps")
 
 
-def _read_model(reader: _Reader, table: Any) -> ModelRecipe:
+def _read_model(reader: _Reader, table: Any) -> ModelRecipe | MLPRecipe:
     if not isinstance(table, dict):
         raise reader.error("model", f"expected a table, got {_describe(table)}")
+    if table.get("estimator") == "mlp":
+        try:
+            recipe: MLPRecipe = reader.record(MLPRecipe, table, "model")
+        except RecipeError as exc:
+            raise reader.error("model", str(exc)) from None
+        return recipe
     reader.check_keys(
         table, "model", {"estimator", "scaler", "params"}, {"calibration", "augmentation"}
     )
@@ -368,9 +394,19 @@ def _read_variant(path: Path) -> Variant:
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         raise reader.error("aliases", f"expected an array of strings, got {_describe(aliases)}")
     semantics = reader.value(document, "semantics", str, "")
-    if semantics != SEMANTICS:
-        raise reader.error("semantics", f"this version implements {SEMANTICS!r}, got {semantics!r}")
+    if semantics not in ALL_SEMANTICS:
+        raise reader.error(
+            "semantics",
+            f"this version implements {SEMANTICS!r}, got {semantics!r} (white-box variants, "
+            f"with fgsm.gradient = 'model', are {SEMANTICS_WHITE_BOX!r})",
+        )
     params = _read_params(reader, document)
+    if semantics != semantics_of(params.fgsm):
+        raise reader.error(
+            "semantics",
+            f"fgsm.gradient = {params.fgsm.gradient or 'surrogate'!r} is "
+            f"{semantics_of(params.fgsm)!r}, got {semantics!r}",
+        )
     tolerance = reader.value(document, "tolerance", Tolerance, "")
     _check_ranges(reader, params, tolerance)
     paper = document.get("paper_reference_sps")
