@@ -1,4 +1,4 @@
-"""A literal, row-at-a-time transcription of SPEC §3: the differential oracle.
+"""A literal, row-at-a-time transcription of SPEC §3 and §7: the differential oracle.
 
 Written from the specification's steps, one statement per step, with loops
 where the task loops and single-row predictions where the task predicts one
@@ -9,6 +9,7 @@ slow on purpose (wdbc-calibrated: about 5 minutes for the full walk).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -187,6 +188,199 @@ def audit(
     walk_rows: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     f = fgsm(model, X_train, y_train, X_test, y_test, params)
+    m = membership(model, X_train, y_train, X_test, params)
+    c = calibration(model, X_test, y_test, params)
+    b = boundary(model, X_test, params, walk_rows)
+    w = params.weights
+    sps = 100 * (
+        w.fgsm_robustness * f["score"]
+        + w.membership_inference_resistance * m["score"]
+        + w.calibration_ece * c["score"]
+        + w.boundary_attack_resistance * b["score"]
+    )
+    return {"fgsm": f, "membership": m, "calibration": c, "boundary": b, "sps": sps}
+
+
+# ------------------------------------------------ SPEC §7: torch variants, "sps-v1-wb"
+
+
+class SpecProgram:
+    """A ``model.pt2`` used exactly as SPEC §7.1 writes it, one call per ``p``/``pred``.
+
+    ``f = torch.export.load(path).module()``; no chunking, no padding: a call
+    with one row evaluates one row.
+    """
+
+    def __init__(self, path: Any) -> None:
+        import torch
+
+        self.f = torch.export.load(str(path)).module()
+
+    def logit(self, X: Any) -> Any:
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # §7.1: the reference evaluates with one intra-op thread
+        try:
+            with torch.no_grad():
+                return self.f(torch.as_tensor(np.array(X), dtype=torch.float32))
+        finally:
+            torch.set_num_threads(threads)
+
+    def predict_proba(self, X: Any) -> Any:
+        import torch
+
+        p = torch.sigmoid(self.logit(X)).double().numpy()
+        return np.column_stack([1 - p, p])
+
+    def predict(self, X: Any) -> Any:
+        return (self.logit(X) > 0).long().numpy()
+
+
+def white_box_budget(params: AuditParams, X_train: Any) -> tuple[Any, Any, Any]:
+    """§7.2 step 1 and step 4's box: e_j, and the training min and max per feature (or None)."""
+    p = params.fgsm
+    d = X_train.shape[1]
+    e = np.zeros(d)
+    for j in range(d):
+        column = X_train[:, j]
+        if p.epsilon_units == "std":
+            e[j] = p.epsilon * np.sqrt(np.mean((column - np.mean(column)) ** 2))  # ddof=0
+        else:
+            e[j] = p.epsilon
+    if p.clip == "train-range":
+        return (
+            e,
+            np.array([X_train[:, j].min() for j in range(d)]),
+            np.array([X_train[:, j].max() for j in range(d)]),
+        )
+    return e, None, None
+
+
+def _clip_rows(X: Any, low: Any, high: Any) -> Any:
+    if low is None:
+        return X
+    out = np.array(X, dtype=np.float64)
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = min(max(out[i, j], low[j]), high[j])
+    return out
+
+
+def _gradient(model: SpecProgram, X: Any, y: Any) -> Any:
+    """§7.2 step 3, as written: one call on all the rows, summed loss."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        x = torch.tensor(X, dtype=torch.float32, requires_grad=True)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            model.f(x), torch.tensor(y, dtype=torch.float32), reduction="sum"
+        )
+        return torch.autograd.grad(loss, x)[0].numpy()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def fgsm_white_box(
+    model: SpecProgram, X_train: Any, X_test: Any, y_test: Any, params: AuditParams
+) -> dict[str, Any]:
+    p = params.fgsm
+    # 1. Budget.
+    e, low, high = white_box_budget(params, X_train)
+    # 2. Draw rows as §3.1 step 2.
+    idx = np.random.RandomState(p.seed).choice(
+        len(X_test), min(p.n_samples, len(X_test)), replace=False
+    )
+    X_drawn, y_drawn = X_test[idx], y_test[idx]
+    if len(set(y_drawn.tolist())) < 2:
+        return {"score": p.single_class_score}
+    # 3. The model's own gradient.
+    g = _gradient(model, X_drawn, y_drawn)
+    # 4. Step and clip, in float64.
+    X_adv = np.array(X_drawn, dtype=np.float64)
+    for i in range(X_adv.shape[0]):
+        for j in range(X_adv.shape[1]):
+            X_adv[i, j] = X_drawn[i, j] + e[j] * np.sign(g[i, j])
+    X_adv = _clip_rows(X_adv, low, high)
+    # 5. AUROC drop.
+    auc_clean = roc_auc_score(y_drawn, model.predict_proba(X_drawn)[:, 1])
+    auc_adv = roc_auc_score(y_drawn, model.predict_proba(X_adv)[:, 1])
+    return {
+        "score": max(0, 1 - max(0, auc_clean - auc_adv)),
+        "auroc_clean": auc_clean,
+        "auroc_adversarial": auc_adv,
+    }
+
+
+def pgd_white_box(
+    model: SpecProgram, X_train: Any, X_test: Any, y_test: Any, params: AuditParams
+) -> float | None:
+    """§7.3: PGD from the drawn rows, no random start, alpha = 2.5 e / steps."""
+    p = params.fgsm
+    steps = p.pgd_steps
+    assert steps is not None
+    e, low, high = white_box_budget(params, X_train)
+    idx = np.random.RandomState(p.seed).choice(
+        len(X_test), min(p.n_samples, len(X_test)), replace=False
+    )
+    X_drawn, y_drawn = X_test[idx], y_test[idx]
+    if len(set(y_drawn.tolist())) < 2:
+        return None
+    alpha = 2.5 * e / steps
+    x = np.array(X_drawn, dtype=np.float64)
+    for _ in range(steps):
+        g = _gradient(model, x, y_drawn)
+        for i in range(x.shape[0]):
+            for j in range(x.shape[1]):
+                moved = x[i, j] + alpha[j] * np.sign(g[i, j])
+                x[i, j] = min(max(moved, X_drawn[i, j] - e[j]), X_drawn[i, j] + e[j])
+        x = _clip_rows(x, low, high)
+    return float(roc_auc_score(y_drawn, model.predict_proba(x)[:, 1]))
+
+
+def _bce(logit: float, label: int) -> float:
+    """Binary cross-entropy of one logit, computed stably in double precision."""
+    t = -logit if label == 1 else logit  # loss = softplus(t)
+    return max(t, 0.0) + math.log1p(math.exp(-abs(t)))
+
+
+def loss_attack(
+    model: SpecProgram, X_train: Any, y_train: Any, X_test: Any, y_test: Any, params: AuditParams
+) -> dict[str, Any]:
+    """§7.3: members and non-members as §3.2 step 4, score = -BCE, one row per call."""
+    n_eval = min(params.membership_inference.eval_cap, len(X_train), len(X_test))
+    members = [
+        -_bce(float(model.logit(X_train[i : i + 1])[0]), int(y_train[i])) for i in range(n_eval)
+    ]
+    nonmembers = [
+        -_bce(float(model.logit(X_test[i : i + 1])[0]), int(y_test[i])) for i in range(n_eval)
+    ]
+    truth = [1] * n_eval + [0] * n_eval
+    scores = members + nonmembers
+    auc = roc_auc_score(truth, scores)
+    # TPR at 1% FPR: every threshold "score >= t" over the observed scores.
+    best = 0.0
+    for t in sorted(set(scores)):
+        fpr = sum(s >= t for s in nonmembers) / n_eval
+        tpr = sum(s >= t for s in members) / n_eval
+        if fpr <= 0.01 and tpr > best:
+            best = tpr
+    return {"auc": auc, "tpr_at_1pct_fpr": best, "members": members, "nonmembers": nonmembers}
+
+
+def audit_white_box(
+    model: SpecProgram,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    y_test: Any,
+    params: AuditParams,
+    walk_rows: Sequence[int] | None = None,
+) -> dict[str, Any]:
+    """SPEC §7: white-box FGSM, then §3.2-3.4 with the program's p and pred."""
+    f = fgsm_white_box(model, X_train, X_test, y_test, params)
     m = membership(model, X_train, y_train, X_test, params)
     c = calibration(model, X_test, y_test, params)
     b = boundary(model, X_test, params, walk_rows)
