@@ -98,8 +98,9 @@ def test_the_adapter_computes_p_and_pred_as_the_spec_writes_them() -> None:
 @settings(max_examples=25, deadline=None)
 @given(st.data())
 def test_a_rows_logit_does_not_depend_on_which_rows_share_its_call(data: st.DataObject) -> None:
-    adapter = nn_helpers.built("icu-synth-mlp-dp").artifact.load()
-    X = nn_helpers.dataset("icu-synth-mlp-dp").X_test[:1500]
+    adapter = nn_helpers.built("wdbc-mlp").artifact.load()
+    wdbc = nn_helpers.dataset("wdbc-mlp")
+    X = np.vstack([wdbc.X_train, wdbc.X_test])  # 569 rows: more than one 512-row chunk
     everything = adapter.logits(X)
     rows = data.draw(st.lists(st.integers(0, len(X) - 1), min_size=1, max_size=700))
     np.testing.assert_array_equal(adapter.logits(X[rows]), everything[rows])
