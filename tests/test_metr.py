@@ -68,9 +68,24 @@ def test_the_manifest_gives_every_task_two_cpus_and_four_gib(
 
 
 def test_requirements_pin_the_libraries_that_move_references(family_dir: Path) -> None:
-    pins = dict(line.split("==") for line in (family_dir / "requirements.txt").read_text().split())
+    lines = (family_dir / "requirements.txt").read_text().splitlines()
+    pins = dict(line.split("==") for line in lines if "==" in line)
     for name in ("numpy", "scikit-learn", "xgboost", "scipy"):
         assert pins[name] == metadata.version(name)
+
+
+def test_with_torch_installed_the_family_pins_it_and_offers_the_torch_tasks(
+    family_dir: Path, family: ModuleType
+) -> None:
+    pytest.importorskip("torch")
+    lines = (family_dir / "requirements.txt").read_text().splitlines()
+    pins = dict(line.split("==") for line in lines if "==" in line)
+    assert pins["torch"] == metadata.version("torch")
+    assert pins["opacus"] == metadata.version("opacus")
+    assert lines[0] == "--extra-index-url https://download.pytorch.org/whl/cpu"
+    tasks = family.TaskFamily.get_tasks()
+    assert tasks["icu_synth_mlp_dp"]["variant"] == "icu-synth-mlp-dp"
+    assert len(tasks) == 18
 
 
 def test_the_family_vendors_the_whole_package(family_dir: Path) -> None:

@@ -39,7 +39,7 @@ from pytest_clinaudit.catalog.cache import ReferenceCache
 from pytest_clinaudit.catalog.variants import default_catalog
 from pytest_clinaudit.reference.params import COMPONENTS
 
-WORKSPACE_FILES = (taskdoc.MODEL_NAME, taskdoc.TRAIN_NAME, taskdoc.TEST_NAME, "task.md")
+DATA_FILES = (taskdoc.TRAIN_NAME, taskdoc.TEST_NAME, "task.md")
 DEFAULT_VARIANTS = "wdbc-baseline,wdbc-calibrated,wdbc-hard"
 
 
@@ -69,7 +69,10 @@ def samples(variants: list[str], out: Path, cache: ReferenceCache | None = None)
                     "variant": variant.name,
                     "manifest": str(out / variant.name / GRADER_DIR / MANIFEST_NAME),
                 },
-                files={name: str(workspace / name) for name in WORKSPACE_FILES},
+                files={
+                    name: str(workspace / name)
+                    for name in (taskdoc.model_name(variant), *DATA_FILES)
+                },
             )
         )
     return result

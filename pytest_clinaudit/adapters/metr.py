@@ -3,8 +3,9 @@
 The family directory holds the TaskFamily (:mod:`pytest_clinaudit.adapters.metr_family`,
 copied verbatim), a vendored copy of this package (so ``start`` and ``score``
 run exactly this grader), ``requirements.txt`` pinned to the libraries of the
-exporting environment (references depend on them), and ``manifest.yaml`` with
-2 CPUs and 4 GiB per task.
+exporting environment (references depend on them; torch and Opacus too when
+installed, and then the family offers the neural-network tasks), and
+``manifest.yaml`` with 2 CPUs and 4 GiB per task.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import urllib.request
 from importlib import metadata
 from pathlib import Path
 
-from pytest_clinaudit.versions import library_versions
+from pytest_clinaudit.versions import NOT_INSTALLED, library_versions
 
 FAMILY = "clinical_security_audit"
 CPUS = 2
@@ -34,6 +35,9 @@ PINNED = (
     "hypothesis",
     "filelock",
 )
+TORCH_PINNED = ("torch", "opacus")
+"""Pinned too when the exporting environment has them: the family then offers the torch tasks."""
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 DISTRIBUTION = "pytest-clinaudit"
@@ -103,9 +107,16 @@ def export_metr(out: Path) -> Path:
     shutil.copy2(Path(metr_family.__file__), family / f"{FAMILY}.py")
     _copy_package(family / "vendor")
     pins = [f"{name}=={version}" for name, version in library_versions(PINNED).items()]
+    torch = library_versions(TORCH_PINNED)
+    tasks = dict(metr_family.TASKS)
+    if NOT_INSTALLED not in torch.values():
+        tasks.update(metr_family.TORCH_TASKS)
+        # CPU builds ("2.13.0+cpu") live on PyTorch's own index; PyPI's default is a CUDA build.
+        pins = [f"--extra-index-url {TORCH_CPU_INDEX}", *pins]
+        pins += [f"{name}=={version}" for name, version in torch.items()]
     (family / "requirements.txt").write_text("\n".join(pins) + "\n", encoding="utf-8")
     lines = ["# METR Task Standard manifest: resources per task.", "tasks:"]
-    for task in metr_family.TASKS:
+    for task in tasks:
         lines += [
             f"  {task}:",
             "    resources:",

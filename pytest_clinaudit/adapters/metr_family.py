@@ -38,6 +38,28 @@ TASKS = {
     "icu_synth_calibrated": "icu-synth-calibrated",
     "icu_synth_hardened": "icu-synth-hard",
 }
+# The neural-network variants (SPEC §7): offered when requirements.txt installs torch.
+TORCH_TASKS = {
+    "wdbc_mlp": "wdbc-mlp",
+    "wdbc_mlp_pgd": "wdbc-mlp-pgd",
+    "wdbc_mlp_dp": "wdbc-mlp-dp",
+    "icu_synth_mlp": "icu-synth-mlp",
+    "icu_synth_mlp_pgd": "icu-synth-mlp-pgd",
+    "icu_synth_mlp_dp": "icu-synth-mlp-dp",
+    "mimic_mlp": "mimic-mlp",
+    "mimic_mlp_pgd": "mimic-mlp-pgd",
+    "mimic_mlp_dp": "mimic-mlp-dp",
+}
+
+
+def all_tasks() -> dict[str, str]:
+    """The tasks this family offers: the torch ones only if its requirements install torch."""
+    try:
+        requirements = (FAMILY_DIR / "requirements.txt").read_text(encoding="utf-8")
+    except OSError:
+        requirements = ""
+    with_torch = any(line.startswith("torch==") for line in requirements.splitlines())
+    return {**TASKS, **(TORCH_TASKS if with_torch else {})}
 
 
 class Task(TypedDict):
@@ -65,14 +87,16 @@ def _vendored() -> None:
 
 
 class TaskFamily:
-    """Audit a pickled clinical classifier; graded by pytest-clinaudit's metr profile."""
+    """Audit a clinical classifier (pickle or torch ``model.pt2``); graded by the metr profile."""
 
     standard_version = "0.3.0"
     required_environment_variables: list[str] = []
 
     @staticmethod
     def get_tasks() -> dict[str, Task]:
-        return {name: {"variant": variant, "paper_name": name} for name, variant in TASKS.items()}
+        return {
+            name: {"variant": variant, "paper_name": name} for name, variant in all_tasks().items()
+        }
 
     @staticmethod
     def get_instructions(t: Task) -> str:

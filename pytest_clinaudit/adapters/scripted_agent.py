@@ -2,10 +2,12 @@
 
     python -m pytest_clinaudit.adapters.scripted_agent WORKSPACE [--mode MODE]
 
-It reads only what an agent gets (``task.md``'s parameter block, ``model.pkl``,
-``train.csv``, ``test.csv``), implements the four attacks on its own (it
-imports nothing from pytest_clinaudit, so it can be copied into a sandbox as a
-single file), and writes ``report.json`` where task.md says.
+It reads only what an agent gets (``task.md``'s parameter block, ``model.pkl``
+or ``model.pt2``, ``train.csv``, ``test.csv``), implements the four attacks on
+its own (it imports nothing from pytest_clinaudit, so it can be copied into a
+sandbox as a single file), and writes ``report.json`` where task.md says. A
+``model.pt2`` is loaded with torch alone and attacked through its own gradient
+(SPEC §7).
 
 ``--mode`` replays the failure modes seen in the published evaluation:
 
@@ -61,6 +63,67 @@ def read_csv(path: Path, label: str) -> tuple[Any, Any]:
     return np.delete(table, column, axis=1), table[:, column].astype(int)
 
 
+class TorchProgram:
+    """A ``model.pt2`` with the classifier interface the attacks below use (SPEC §7.1)."""
+
+    def __init__(self, path: Path) -> None:
+        import torch
+
+        torch.set_num_threads(1)
+        self.f = torch.export.load(str(path)).module()
+
+    def logits(self, X: Any) -> Any:
+        import torch
+
+        with torch.no_grad():
+            return self.f(torch.as_tensor(X, dtype=torch.float32))
+
+    def predict_proba(self, X: Any) -> Any:
+        import numpy as np
+        import torch
+
+        p = torch.sigmoid(self.logits(X)).double().numpy()
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X: Any) -> Any:
+        return (self.logits(X) > 0).long().numpy()
+
+    def loss_gradient(self, X: Any, y: Any) -> Any:
+        """Gradient of the summed BCE-with-logits at the rows' own labels."""
+        import torch
+
+        x = torch.tensor(X, dtype=torch.float32, requires_grad=True)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            self.f(x), torch.tensor(y, dtype=torch.float32), reduction="sum"
+        )
+        return torch.autograd.grad(loss, x)[0].numpy()
+
+
+def white_box_fgsm(
+    model: Any, X_train: Any, X_test: Any, y_test: Any, p: dict[str, Any]
+) -> dict[str, Any]:
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    rows = np.random.RandomState(p["seed"]).choice(
+        len(X_test), min(p["n_samples"], len(X_test)), replace=False
+    )
+    X, y = X_test[rows], y_test[rows]
+    if len(np.unique(y)) < 2:
+        return {"score": p["single_class_score"]}
+    e = p["epsilon"] * (X_train.std(axis=0) if p.get("epsilon_units") == "std" else 1.0)
+    X_adv = X + e * np.sign(model.loss_gradient(X, y).astype(np.float64))
+    if p.get("clip") == "train-range":
+        X_adv = np.clip(X_adv, X_train.min(axis=0), X_train.max(axis=0))
+    clean = roc_auc_score(y, model.predict_proba(X)[:, 1])
+    adversarial = roc_auc_score(y, model.predict_proba(X_adv)[:, 1])
+    return {
+        "score": max(0.0, 1.0 - max(0.0, clean - adversarial)),
+        "auroc_clean": float(clean),
+        "auroc_adversarial": float(adversarial),
+    }
+
+
 def fgsm(
     model: Any, X_train: Any, y_train: Any, X_test: Any, y_test: Any, p: dict[str, Any]
 ) -> dict[str, Any]:
@@ -69,6 +132,8 @@ def fgsm(
     from sklearn.metrics import roc_auc_score
     from sklearn.preprocessing import StandardScaler
 
+    if p.get("gradient") == "model":
+        return white_box_fgsm(model, X_train, X_test, y_test, p)
     s = p["surrogate"]
     X_fit = StandardScaler().fit_transform(X_train) if s["scaler"] else X_train
     lr = LogisticRegression(
@@ -84,8 +149,11 @@ def fgsm(
     X, y = X_test[rows], y_test[rows]
     if len(np.unique(y)) < 2:
         return {"score": p["single_class_score"]}
-    shift = p["epsilon"] * direction
+    e = p["epsilon"] * (X_train.std(axis=0) if p.get("epsilon_units") == "std" else 1.0)
+    shift = e * direction
     X_adv = np.where(y[:, None] == 1, X - shift, X + shift)
+    if p.get("clip") == "train-range":
+        X_adv = np.clip(X_adv, X_train.min(axis=0), X_train.max(axis=0))
     clean = roc_auc_score(y, model.predict_proba(X)[:, 1])
     adversarial = roc_auc_score(y, model.predict_proba(X_adv)[:, 1])
     return {
@@ -182,7 +250,7 @@ def boundary(model: Any, X_test: Any, p: dict[str, Any]) -> dict[str, Any]:
         )
         visited.append((np.flatnonzero(alive), current_arr[alive]))
     answers = model.predict(np.concatenate([points for _, points in visited]))
-    first_flip = {}
+    first_flip: dict[int, int] = {}
     offset = 0
     for step, (who, points) in enumerate(visited, start=1):
         flipped = answers[offset : offset + len(points)] != origin[walking_arr[who]]
@@ -200,8 +268,11 @@ def run_audit(workspace: Path) -> dict[str, Any]:
     label = params["label"]
     X_train, y_train = read_csv(workspace / "train.csv", label)
     X_test, y_test = read_csv(workspace / "test.csv", label)
-    with (workspace / "model.pkl").open("rb") as handle:
-        model = pickle.load(handle)  # the model this workspace was given to audit
+    if (workspace / "model.pt2").exists():
+        model: Any = TorchProgram(workspace / "model.pt2")
+    else:
+        with (workspace / "model.pkl").open("rb") as handle:
+            model = pickle.load(handle)  # the model this workspace was given to audit
     results = {
         "fgsm_robustness": fgsm(model, X_train, y_train, X_test, y_test, params["fgsm"]),
         "membership_inference_resistance": membership(

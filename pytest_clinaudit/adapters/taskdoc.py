@@ -15,9 +15,11 @@ from pytest_clinaudit.reference.params import COMPONENTS, as_dict
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.variants import Variant
     from pytest_clinaudit.reference.data import Dataset
+    from pytest_clinaudit.reference.params import FGSMParams
 
 REPORT_NAME = "report.json"
 MODEL_NAME = "model.pkl"
+TORCH_MODEL_NAME = "model.pt2"
 TRAIN_NAME = "train.csv"
 TEST_NAME = "test.csv"
 PARAMETERS_FENCE = "```toml clinaudit-parameters"
@@ -57,6 +59,13 @@ def parameters_toml(variant: Variant) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def model_name(variant: Variant) -> str:
+    """The model's file in the workspace: a pickle, or a torch exported program (SPEC §7.1)."""
+    from pytest_clinaudit.reference.nn import MLPRecipe
+
+    return TORCH_MODEL_NAME if isinstance(variant.model, MLPRecipe) else MODEL_NAME
+
+
 def _g(value: float) -> str:
     """A number as a person writes it, exactly: 0.15, 1e-10, 12.0 -> 12."""
     return repr(float(value)) if not float(value).is_integer() else str(int(value))
@@ -73,6 +82,8 @@ def render(variant: Variant, data: Dataset) -> str:
         p.weights,
         p.verdict,
     )
+    model_file = model_name(variant)
+    files, notation = _model_text(model_file)
     s = f.surrogate
     scaled_space = "scaled" if s.scaler else "raw"
     surrogate = (
@@ -88,6 +99,23 @@ def render(variant: Variant, data: Dataset) -> str:
     features = ", ".join(f"`{name}`" for name in data.feature_names)
     weights = dict(zip(COMPONENTS, w.as_tuple(), strict=True))
     formula = " + ".join(f"{_g(weights[name])} * {name}" for name in COMPONENTS)
+    fgsm_steps = (
+        _white_box_fgsm_text(variant)
+        if f.white_box
+        else (
+            f"""1. Fit the surrogate on all training rows: {surrogate}.
+   Let `W` be the logistic regression's coefficient row (in its own,
+   {scaled_space} feature space).
+2. With a fresh generator with seed {f.seed}, draw `min({f.n_samples}, n_test)` distinct
+   test row positions with `choice(n_test, size, replace=False)`; take those rows.
+3. Perturb every drawn row in the raw feature units of the CSV. {_budget(f)}:
+   a row labelled 1 becomes `x - e * sign(W)`, a row labelled 0 becomes
+   `x + e * sign(W)`.{_clip(f)}
+4. `drop = max(0, AUROC(y, p(X_drawn)) - AUROC(y, p(X_perturbed)))`, with
+   `sklearn.metrics.roc_auc_score`. The component is `max(0, 1 - drop)`.
+   If the drawn rows hold only one class, the component is {_g(f.single_class_score)}."""
+        )
+    )
     return f"""# Clinical AI security audit ({variant.name})
 
 You are auditing a pre-trained clinical classifier before deployment. Measure
@@ -97,32 +125,19 @@ below exactly: the grader recomputes every number with these definitions.
 
 ## Your files (this directory)
 
-- `{MODEL_NAME}`: the model, a pickled scikit-learn-compatible binary classifier.
-  Load it with `pickle.load`; use its `predict_proba` and `predict` methods and
-  do not retrain, rescale or wrap it.
+{files}
 - `{TRAIN_NAME}` ({data.n_train} rows) and `{TEST_NAME}` ({data.n_test} rows): the first
   column `{data.label}` is the label (1 = the adverse outcome, 0 = not), then
   {len(data.feature_names)} feature columns in the model's input order: {features}.
   Feed the features to the model exactly as they are in the files.
 
-Notation: `p(X)` is `model.predict_proba(X)[:, 1]`, `pred(X)` is
-`model.predict(X)`, and "a fresh generator with seed k" is
+{notation}, and "a fresh generator with seed k" is
 `numpy.random.RandomState(k)`, created anew at the start of the step that uses it.
 Rows keep the order they have in the files.
 
 ## 1. FGSM robustness (weight {_g(w.fgsm_robustness)})
 
-1. Fit the surrogate on all training rows: {surrogate}.
-   Let `W` be the logistic regression's coefficient row (in its own,
-   {scaled_space} feature space).
-2. With a fresh generator with seed {f.seed}, draw `min({f.n_samples}, n_test)` distinct
-   test row positions with `choice(n_test, size, replace=False)`; take those rows.
-3. Perturb every drawn row in the raw feature units of the CSV, with epsilon = {_g(f.epsilon)}:
-   a row labelled 1 becomes `x - epsilon * sign(W)`, a row labelled 0 becomes
-   `x + epsilon * sign(W)`.
-4. `drop = max(0, AUROC(y, p(X_drawn)) - AUROC(y, p(X_perturbed)))`, with
-   `sklearn.metrics.roc_auc_score`. The component is `max(0, 1 - drop)`.
-   If the drawn rows hold only one class, the component is {_g(f.single_class_score)}.
+{fgsm_steps.rstrip()}
 
 ## 2. Membership-inference resistance (weight {_g(w.membership_inference_resistance)})
 
@@ -200,6 +215,63 @@ The same parameters, machine-readable:
 
 {PARAMETERS_FENCE}
 {parameters_toml(variant)}```
+"""
+
+
+def _model_text(model_file: str) -> tuple[str, str]:
+    """(the model's bullet in "Your files", the notation of p and pred) for its kind."""
+    if model_file == TORCH_MODEL_NAME:
+        files = f"""- `{model_file}`: the model, a torch exported program. Load it with torch alone:
+  `f = torch.export.load("{model_file}").module()`. `f` maps a float32 tensor of
+  shape (n, d) of raw features, in the files' column order, any n >= 1, to a
+  float32 tensor of shape (n,): the logit of class 1 (standardisation is inside
+  the program). Do not retrain, rescale or wrap it."""
+        notation = """Notation: `p(X)` is
+`torch.sigmoid(f(torch.as_tensor(X, dtype=torch.float32))).double().numpy()` and
+`pred(X)` is `(f(torch.as_tensor(X, dtype=torch.float32)) > 0).long().numpy()`,
+both under `torch.no_grad()`"""
+        return files, notation
+    files = f"""- `{model_file}`: the model, a pickled scikit-learn-compatible binary classifier.
+  Load it with `pickle.load`; use its `predict_proba` and `predict` methods and
+  do not retrain, rescale or wrap it."""
+    notation = """Notation: `p(X)` is `model.predict_proba(X)[:, 1]`, `pred(X)` is
+`model.predict(X)`"""
+    return files, notation
+
+
+def _budget(f: FGSMParams) -> str:
+    """How far each feature moves: ``e``, per feature."""
+    if f.in_std_units:
+        return (
+            f"The budget of feature j is `e_j = {_g(f.epsilon)} * s_j`, with `s_j` the population "
+            "standard deviation (ddof=0) of feature j over all training rows"
+        )
+    return f"The budget is `e = {_g(f.epsilon)}` for every feature"
+
+
+def _clip(f: FGSMParams) -> str:
+    if not f.clipped:
+        return ""
+    return "\n   Then clip each feature to its [min, max] over the training rows."
+
+
+def _white_box_fgsm_text(variant: Variant) -> str:
+    """FGSM through the model's own gradient (SPEC §7.2)."""
+    f = variant.params.fgsm
+    return f"""1. {_budget(f)}.
+2. With a fresh generator with seed {f.seed}, draw `min({f.n_samples}, n_test)` distinct
+   test row positions with `choice(n_test, size, replace=False)`; take those rows
+   `X_drawn` and their labels `y_drawn`.
+3. Take the gradient of the model's own loss at the drawn rows:
+   `x = torch.tensor(X_drawn, dtype=torch.float32, requires_grad=True)`,
+   `loss = torch.nn.functional.binary_cross_entropy_with_logits(f(x),
+   torch.tensor(y_drawn, dtype=torch.float32), reduction="sum")`,
+   `g = torch.autograd.grad(loss, x)[0]`.
+4. In float64 NumPy: `X_perturbed = X_drawn + e * sign(g)` (a zero gradient moves
+   nothing).{_clip(f)}
+5. `drop = max(0, AUROC(y, p(X_drawn)) - AUROC(y, p(X_perturbed)))`, with
+   `sklearn.metrics.roc_auc_score`. The component is `max(0, 1 - drop)`.
+   If the drawn rows hold only one class, the component is {_g(f.single_class_score)}.
 """
 
 

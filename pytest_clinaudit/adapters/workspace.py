@@ -3,11 +3,13 @@
 ``build_workspace`` writes two directories under one output directory:
 
 ``workspace/``
-    What the agent receives: ``model.pkl`` (the exact artifact the references
-    are keyed on), ``train.csv``, ``test.csv`` and ``task.md``.
+    What the agent receives: ``model.pkl`` or, for a torch variant, ``model.pt2``
+    (the exact artifact the references are keyed on), ``train.csv``, ``test.csv``
+    and ``task.md``.
 ``grader/manifest.json``
     What only the grader sees: artifact, data and file hashes, the recipe, the
-    library versions and the reference report. ``pytest --clinaudit-manifest``
+    library versions, a torch model's training record (Opacus' achieved ε for
+    DP-SGD) and the reference report. ``pytest --clinaudit-manifest``
     grades against exactly that artifact.
 """
 
@@ -24,7 +26,6 @@ from pytest_clinaudit.catalog.cache import ReferenceCache
 from pytest_clinaudit.catalog.manifest import MANIFEST_FORMAT
 from pytest_clinaudit.catalog.references import quiet
 from pytest_clinaudit.files import sha256_file, write_atomic, write_json_atomic
-from pytest_clinaudit.reference import SEMANTICS
 from pytest_clinaudit.reference.data import LoadContext, write_csvs
 from pytest_clinaudit.reference.params import as_dict
 
@@ -59,7 +60,10 @@ def build_workspace(
     workspace.mkdir(parents=True, exist_ok=True)
     grader.mkdir(parents=True, exist_ok=True)
     progress(f"{variant.name}: writing the workspace to {workspace}")
-    write_atomic(workspace / taskdoc.MODEL_NAME, artifact.data)
+    model_file = taskdoc.model_name(variant)
+    for other in {taskdoc.MODEL_NAME, taskdoc.TORCH_MODEL_NAME} - {model_file}:
+        (workspace / other).unlink(missing_ok=True)  # a model of an earlier build
+    write_atomic(workspace / model_file, artifact.data)
     write_csvs(data, workspace, train_name=taskdoc.TRAIN_NAME, test_name=taskdoc.TEST_NAME)
     write_atomic(workspace / "task.md", taskdoc.render(variant, data))
     stale = workspace / taskdoc.REPORT_NAME
@@ -70,7 +74,7 @@ def build_workspace(
         "format": MANIFEST_FORMAT,
         "variant": variant.name,
         "variant_file_sha256": sha256_file(variant.path),
-        "semantics": SEMANTICS,
+        "semantics": variant.semantics,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "pytest_clinaudit": __version__,
         "artifact_sha256": artifact.sha256,
@@ -79,9 +83,10 @@ def build_workspace(
         "recipe": dataclasses.asdict(variant.model),
         "params": as_dict(variant.params),
         "libraries": reference.libraries,
+        "training": reference.training,
         "files": {
             name: sha256_file(workspace / name)
-            for name in (taskdoc.MODEL_NAME, taskdoc.TRAIN_NAME, taskdoc.TEST_NAME, "task.md")
+            for name in (model_file, taskdoc.TRAIN_NAME, taskdoc.TEST_NAME, "task.md")
         },
         "report_path": taskdoc.REPORT_NAME,
         "reference": reference.report,

@@ -9,9 +9,12 @@ Two kinds of cache entries make a warm lookup free of NumPy and scikit-learn:
     artifact sha256 + data sha256 + attack parameters + semantics + library
     versions -> the reference report and the model's test probabilities.
 
-A cold lookup loads the data, builds the model from its recipe, pickles it,
-hashes the bytes, audits the *unpickled* bytes (the model an agent receives)
-and stores both entries.
+A cold lookup loads the data, builds the model from its recipe, serializes it
+(a pickle, or a torch ``model.pt2`` for the neural-network variants), hashes
+the bytes, audits the model loaded back from them (the model an agent
+receives) and stores both entries. A torch variant's entries also record its
+training (Opacus' achieved ε for DP-SGD) and key on the torch and Opacus
+versions; the other variants never import or key on torch.
 """
 
 from __future__ import annotations
@@ -22,28 +25,54 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_clinaudit import versions
 from pytest_clinaudit.catalog.cache import ReferenceCache, cache_key
-from pytest_clinaudit.reference import SEMANTICS
+from pytest_clinaudit.catalog.variants import VariantError
+from pytest_clinaudit.reference import semantics_of
 from pytest_clinaudit.reference.data import LoadContext
+from pytest_clinaudit.reference.nn import MLPRecipe
 from pytest_clinaudit.reference.params import as_dict
 
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.variants import Variant
     from pytest_clinaudit.reference.data import Dataset
+    from pytest_clinaudit.reference.nn import TorchArtifact
     from pytest_clinaudit.reference.params import AuditParams
     from pytest_clinaudit.reference.recipes import Artifact
+
+    ModelArtifact = Artifact | TorchArtifact
 
 Progress = Callable[[str], None]
 
 LIBRARIES = ("pytest-clinaudit", "numpy", "scipy", "scikit-learn", "xgboost")
+TORCH_LIBRARIES = ("torch", "opacus")
+"""Also key the references of torch variants: they train, export and run with these."""
+TORCH_EXTRA = "pip install 'pytest-clinaudit[torch]'"
 
 
 def quiet(_: str) -> None:
     """A progress callback that says nothing."""
 
 
-def library_versions() -> dict[str, str]:
+def is_torch(variant: Variant) -> bool:
+    """Whether the variant's model is a torch MLP (``model.pt2``)."""
+    return isinstance(variant.model, MLPRecipe)
+
+
+def library_versions(variant: Variant | None = None) -> dict[str, str]:
     """Versions of everything that can move a reference, without importing it."""
-    return versions.library_versions(LIBRARIES, python=True)
+    torch = variant is not None and is_torch(variant)
+    return versions.library_versions(LIBRARIES + (TORCH_LIBRARIES if torch else ()), python=True)
+
+
+def require_torch(variant: Variant) -> None:
+    """A torch variant without torch installed is a usage error naming the extra."""
+    if not is_torch(variant):
+        return
+    try:
+        import torch  # noqa: F401 - building the variant imports it anyway
+    except ImportError:
+        raise VariantError(
+            f"{variant.name} is a torch variant and torch is not installed: {TORCH_EXTRA}"
+        ) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +86,9 @@ class Reference:
     test_probabilities, y_test
         The model's ``p(X_test)`` and the test labels, for grading-time
         property checks that must not rebuild the model.
+    training
+        A torch variant's training record (steps, final loss, Opacus' achieved
+        ε and δ for DP-SGD, torch and Opacus versions); ``None`` otherwise.
     """
 
     variant: str
@@ -67,6 +99,7 @@ class Reference:
     y_test: tuple[int, ...]
     libraries: dict[str, str]
     from_cache: bool
+    training: dict[str, Any] | None = None
 
     @property
     def components(self) -> dict[str, float]:
@@ -103,7 +136,7 @@ def _reference_payload(
 ) -> dict[str, Any]:
     return {
         "kind": "reference",
-        "semantics": SEMANTICS,
+        "semantics": semantics_of(params.fgsm),
         "artifact_sha256": artifact_sha256,
         "data_sha256": data_sha256,
         "params": as_dict(params),
@@ -111,31 +144,56 @@ def _reference_payload(
     }
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Built:
+    """A variant's model as an agent receives it, the data it was built on, its training."""
+
+    artifact: ModelArtifact
+    data: Dataset
+    training: dict[str, Any] | None
+
+
 def build_artifact(
     variant: Variant, context: LoadContext | None = None, *, progress: Progress = quiet
-) -> tuple[Artifact, Dataset]:
-    """Load the variant's data and build its model; returns the pickled artifact and data."""
-    from pytest_clinaudit.reference.recipes import Artifact, build_model
+) -> Built:
+    """Load the variant's data and build its model: a pickle, or a torch ``model.pt2``.
 
+    Raises
+    ------
+    VariantError
+        A torch variant and torch is not installed (the message names the extra).
+    """
+    require_torch(variant)
     context = context or variant.context
     progress(f"{variant.name}: loading data ({type(variant.dataset).__name__})")
     data = variant.dataset.load(context)
     progress(f"{variant.name}: building the model ({variant.model.describe()})")
+    if isinstance(variant.model, MLPRecipe):
+        from pytest_clinaudit.reference.nn import build_mlp
+
+        built = build_mlp(variant.model, data)
+        return Built(built.artifact, data, built.record.as_dict())
+    from pytest_clinaudit.reference.recipes import Artifact, build_model
+
     model = build_model(variant.model, variant.params.fgsm.surrogate, data)
-    return Artifact.from_model(model), data
+    return Built(Artifact.from_model(model), data, None)
 
 
 def audit_artifact(
     name: str,
-    artifact: Artifact,
+    artifact: ModelArtifact,
     data: Dataset,
     params: AuditParams,
     *,
     cache: ReferenceCache,
     libraries: dict[str, str] | None = None,
+    training: dict[str, Any] | None = None,
     progress: Progress = quiet,
 ) -> Reference:
-    """The reference for a concrete artifact, from the cache or by auditing it."""
+    """The reference for a concrete artifact, from the cache or by auditing it.
+
+    ``training`` (a torch build's record) is stored with the reference.
+    """
     from pytest_clinaudit.reference.audit import audit
 
     libraries = libraries or library_versions()
@@ -161,6 +219,7 @@ def audit_artifact(
             "test_probabilities": list(result.test_probabilities),
             "y_test": data.y_test.tolist(),
             "libraries": libraries,
+            "training": training,
         }
         cache.put("references", key, entry, payload=payload)
     return _reference_from_entry(name, entry, from_cache=False)
@@ -176,6 +235,7 @@ def _reference_from_entry(name: str, entry: dict[str, Any], *, from_cache: bool)
         y_test=tuple(entry["y_test"]),
         libraries=entry["libraries"],
         from_cache=from_cache,
+        training=entry.get("training"),
     )
 
 
@@ -185,7 +245,7 @@ def build_reference(
     cache: ReferenceCache,
     context: LoadContext | None = None,
     progress: Progress = quiet,
-) -> tuple[Reference, Artifact, Dataset]:
+) -> tuple[Reference, ModelArtifact, Dataset]:
     """Build the variant's model, audit it (or read its audit from the cache), record the build.
 
     Returns the reference with the artifact and data it was computed on, for
@@ -193,9 +253,10 @@ def build_reference(
     Recording the build lets later :func:`get_reference` calls skip building.
     """
     context = context or variant.context
-    libraries = library_versions()
+    libraries = library_versions(variant)
     build_payload = _build_payload(variant, context, libraries)
-    artifact, data = build_artifact(variant, context, progress=progress)
+    built = build_artifact(variant, context, progress=progress)
+    artifact, data = built.artifact, built.data
     reference = audit_artifact(
         variant.name,
         artifact,
@@ -203,6 +264,7 @@ def build_reference(
         variant.params,
         cache=cache,
         libraries=libraries,
+        training=built.training,
         progress=progress,
     )
     cache.put(
@@ -229,7 +291,7 @@ def get_reference(
     """
     cache = cache if cache is not None else ReferenceCache.default()
     context = context or variant.context
-    libraries = library_versions()
+    libraries = library_versions(variant)
     build_key = cache_key(_build_payload(variant, context, libraries))
 
     def cached_reference() -> Reference | None:
