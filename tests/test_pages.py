@@ -151,7 +151,9 @@ def test_the_audit_page_shows_each_component_with_its_interval_and_weight(
         row = shown[f"{interval['point']:.4f}"]
         assert row[2][0] == f"{interval['low']:.4f} – {interval['high']:.4f}"
         assert row[3][0] == f"{context['weights'][name]:.2f}"
-        assert float(row[4][0]) == pytest.approx(100 * interval["point"] * context["weights"][name], abs=0.005)
+        assert float(row[4][0]) == pytest.approx(
+            100 * interval["point"] * context["weights"][name], abs=0.005
+        )
 
 
 def test_the_audit_page_names_the_model_the_data_and_every_parameter(audit_page: str) -> None:
@@ -217,7 +219,8 @@ def test_a_page_loads_nothing_and_allows_only_its_own_script(
     assert not re.search(r"<(link|img|iframe|object|embed)\b", page)
     # Links inside the page (#id) and inline data (the heatmap's raster) fetch nothing.
     assert not re.search(r"""(src|href)\s*=\s*["'](?!#|data:)""", page)
-    assert "@import" not in page and "url(http" not in page
+    assert "@import" not in page
+    assert "url(http" not in page
     (script,) = re.findall(r"<script>(.*?)</script>", page, re.S)
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
@@ -239,7 +242,8 @@ def test_each_figure_is_svg_with_a_title_a_description_and_its_own_ids() -> None
     ]
     ids: list[str] = []
     for svg in made:
-        assert svg.startswith("<svg ") and 'role="img"' in svg
+        assert svg.startswith("<svg ")
+        assert 'role="img"' in svg
         assert re.search(r"<title id=\"[\w-]+-title\">[^<]+</title>", svg)
         assert re.search(r"<desc id=\"[\w-]+-desc\">[^<]+</desc>", svg)
         ids += re.findall(r'\bid="([^"]+)"', svg)
