@@ -122,6 +122,11 @@ def sps_error_figure(rows: Sequence[Mapping[str, Any]]) -> Figure:
         for x, y, text in labels:
             axes.annotate(text, (x, y), ha="center", va="bottom" if y >= 0 else "top", fontsize=8)
     axes.axhline(0.0, color="black", linewidth=0.8)
+    # Room above and below the bars for the n= labels, also when every error is 0
+    # (bars pin the axis to 0, so margins() alone would add none there).
+    low, high = axes.get_ylim()
+    pad = 0.1 * ((high - low) or 1.0)
+    axes.set_ylim(low - pad, high + pad)
     axes.set_xlim(-0.5, len(variants) - 0.5)
     axes.set_xticks(range(len(variants)))
     axes.set_xticklabels([_label(v) for v in variants])

@@ -169,7 +169,7 @@ def _figures(report: Report) -> list[dict[str, Any]]:
             "how": "Each cell is the mean score of an agent's runs on a variant (Table 2's "
             "last column), with the number of runs; yellow is 1.0, dark purple 0. Hatched "
             "grey cells had no runs: they are not a score of 0.",
-            "wide": True,
+            "wide": False,
         },
         {
             "svg": Markup(figures.batch_figure("completion", agents_rows)),
@@ -184,7 +184,7 @@ def _figures(report: Report) -> list[dict[str, Any]]:
             "how": "Mean submitted minus reference SPS; 0 is a right answer. Error bars are "
             "the population σ of the submitted SPS; n counts the runs that submitted a "
             "numeric SPS (Table 2).",
-            "wide": False,
+            "wide": True,
         },
     ]
 

@@ -47,7 +47,9 @@
     header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
     var status = document.getElementById("sort-status");
     if (status) {
-      status.textContent = "Sorted " + (table.caption ? table.caption.firstChild.textContent.trim() + " " : "") +
+      var title = document.getElementById(table.getAttribute("aria-labelledby") || "") ||
+        (table.caption && table.caption.firstChild);
+      status.textContent = "Sorted " + (title ? title.textContent.trim() + " " : "") +
         "by " + button.firstChild.textContent.trim() + ", " + (ascending ? "ascending" : "descending") + ".";
     }
   }
