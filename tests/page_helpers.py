@@ -26,7 +26,9 @@ def add_hostile_runs(graded: Path, into: Path, *, count: int = 2) -> Path:
                 prop.set("value", HOSTILE)
         properties = next(tree.iter("properties"))
         if not any(p.get("name") == "clinaudit.meta.agent" for p in tree.iter("property")):
-            ET.SubElement(properties, "property", {"name": "clinaudit.meta.agent", "value": HOSTILE})
+            ET.SubElement(
+                properties, "property", {"name": "clinaudit.meta.agent", "value": HOSTILE}
+            )
         tree.write(into / f"9{index:03d}-hostile.junit.xml", encoding="utf-8", xml_declaration=True)
     return into
 
