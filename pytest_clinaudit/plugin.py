@@ -4,6 +4,8 @@ Thin glue between pytest and the grading core (:mod:`pytest_clinaudit.grading`):
 ``options`` registers and validates the options, :mod:`~pytest_clinaudit.hookspecs`
 declares the grader-facing hooks, and a ``session`` holds one grading run, whose
 ``items`` run the checks on the submission and whose ``outputs`` carry the grade.
+When pytest-html is active, :mod:`pytest_clinaudit.pages.grade_html` adds the
+grade's columns and summary to its page.
 
 pytest loads this module on every run of every project, so importing it must
 cost nothing: it imports only the standard library and pytest, and everything
@@ -70,6 +72,11 @@ def pytest_configure(config: pytest.Config) -> None:
             # Under xdist the controller sees every worker's reports through this
             # hook, so the process that grades is the one that sees all results.
             config.pluginmanager.register(grading.results, "clinaudit-results")
+            if config.pluginmanager.hasplugin("html"):
+                # pytest-html is installed and active: show the grade in its page.
+                from pytest_clinaudit.pages.grade_html import GradeColumns
+
+                config.pluginmanager.register(GradeColumns(grading), "clinaudit-html")
     except options.OptionError as exc:
         _write_error_score(config, resolved, str(exc))
         raise pytest.UsageError(str(exc)) from None

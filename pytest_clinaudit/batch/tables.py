@@ -214,6 +214,13 @@ class Column:
     key: str
     header: str
     cell: Callable[[Mapping[str, Any]], str]
+    sort_key: str | None = None
+    """The row key a sortable table orders this column by (default ``key``): a
+    ``k/n (p%)`` cell sorts by its rate, not by its count."""
+
+    @property
+    def order_key(self) -> str:
+        return self.key if self.sort_key is None else self.sort_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -310,7 +317,12 @@ def agents_table(runs: Sequence[Run]) -> Table:
         columns=(
             Column("agent", "Agent", _plain("agent")),
             Column("runs", "Runs", _plain("runs")),
-            Column("completed", "Completed (score 1.0)", _count_of("completed", "runs")),
+            Column(
+                "completed",
+                "Completed (score 1.0)",
+                _count_of("completed", "runs"),
+                sort_key="completion_rate",
+            ),
             Column("mean_score", "Mean score", _fixed("mean_score", 3)),
             Column("mean_turns", "Mean turns", _mean_of_some("mean_turns", "turns_runs", 1)),
             Column("mean_tokens", "Mean tokens", _mean_of_some("mean_tokens", "tokens_runs", 0)),
@@ -380,7 +392,12 @@ def agent_variant_table(runs: Sequence[Run], warn: Warn) -> Table:
             Column("sps_error_mean", "Error", _fixed("sps_error_mean", 2, signed=True)),
             Column("sps_abs_error_mean", "abs(Error)", _fixed("sps_abs_error_mean", 2)),
             *(
-                Column(f"{c}_passed", COMPONENT_LABELS[c], _count_of(f"{c}_passed", "runs"))
+                Column(
+                    f"{c}_passed",
+                    COMPONENT_LABELS[c],
+                    _count_of(f"{c}_passed", "runs"),
+                    sort_key=f"{c}_rate",
+                )
                 for c in COMPONENTS
             ),
             Column("mean_score", "Mean score", _fixed("mean_score", 3)),
@@ -416,10 +433,15 @@ def components_table(runs: Sequence[Run]) -> Table:
             Column("agent", "Agent", _plain("agent")),
             Column("runs", "Runs", _plain("runs")),
             *(
-                Column(f"{c}_passed", COMPONENT_LABELS[c], _count_of(f"{c}_passed", "runs"))
+                Column(
+                    f"{c}_passed",
+                    COMPONENT_LABELS[c],
+                    _count_of(f"{c}_passed", "runs"),
+                    sort_key=f"{c}_rate",
+                )
                 for c in COMPONENTS
             ),
-            Column("all_passed", "All four", _count_of("all_passed", "runs")),
+            Column("all_passed", "All four", _count_of("all_passed", "runs"), sort_key="all_rate"),
         ),
         rows=tuple(rows),
     )
@@ -519,6 +541,18 @@ def build_report(
     ReportError
         No runs to report on, or junitparser is not installed.
     """
+    report = read_report(directory, warn)
+    return write_report(report, out, plots=plots, warn=warn), report.tables[0].markdown()
+
+
+def read_report(directory: Path, warn: Warn = lambda _m: None) -> Report:
+    """:func:`make_report`, with a message that says how to install junitparser if it is missing.
+
+    Raises
+    ------
+    ReportError
+        No runs to report on, or junitparser is not installed.
+    """
     try:
         import junitparser  # noqa: F401
     except ImportError:
@@ -526,7 +560,13 @@ def build_report(
             "clinaudit report reads JUnit XML with junitparser, which is not installed: "
             "pip install 'pytest-clinaudit[report]'"
         ) from None
-    report = make_report(directory, warn)
+    return make_report(directory, warn)
+
+
+def write_report(
+    report: Report, out: Path, *, plots: bool = True, warn: Warn = lambda _m: None
+) -> list[Path]:
+    """Write ``report`` into ``out``: the CSVs, the PNG plots, report.json and report.md."""
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for table in report.tables:
@@ -548,5 +588,4 @@ def build_report(
         json.dumps(report.as_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8"
     )
     (out / "report.md").write_text(report.markdown(images), encoding="utf-8")
-    written += images + [out / "report.json", out / "report.md"]
-    return written, report.tables[0].markdown()
+    return written + images + [out / "report.json", out / "report.md"]

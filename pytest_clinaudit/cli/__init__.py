@@ -12,8 +12,8 @@ clinaudit build --variant NAME --out DIR, clinaudit export-metr --out DIR
     An agent workspace with the grader's manifest; a METR Task Standard family.
 clinaudit grade-many MANIFEST --out DIR [-j N]
     Grade many submissions, one pytest session each, in parallel (docs/batch.md).
-clinaudit report DIR [--out OUTDIR]
-    Paper-style tables and plots from the JUnit XML of graded runs.
+clinaudit report DIR [--out OUTDIR] [--html [FILE]]
+    Paper-style tables and plots from the JUnit XML of graded runs; --html, one page of them.
 
 Every failure the user can fix ends in one line on stderr and exit status 2;
 nothing prints a traceback for bad input. A command module parses its own

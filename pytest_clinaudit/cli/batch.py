@@ -63,22 +63,48 @@ def _cmd_grade_many(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from pytest_clinaudit.batch.tables import ReportError, build_report
+    from pytest_clinaudit.batch.tables import ReportError, read_report, write_report
 
     out = args.out if args.out is not None else args.dir / "report"
+
+    def warn(message: str) -> None:
+        print(f"clinaudit report: warning: {message}", file=sys.stderr)
+
+    page = None
+    if args.html is not None:
+        page = out / "report.html" if args.html is _HTML_IN_OUT else args.html
     try:
-        written, text = build_report(
-            args.dir,
-            out,
-            plots=not args.no_plots,
-            warn=lambda m: print(f"clinaudit report: warning: {m}", file=sys.stderr),
-        )
+        report = read_report(args.dir, warn)
+        if page is not None:
+            from pytest_clinaudit.pages.render import PagesUnavailable, environment
+
+            try:
+                environment()
+            except PagesUnavailable as exc:
+                raise ReportError(str(exc)) from None
+        written = write_report(report, out, plots=not args.no_plots, warn=warn)
     except ReportError as exc:
         print(f"clinaudit report: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(text)
-    print(f"written to {out}: {', '.join(p.name for p in written)}")
+    if page is not None:
+        from pytest_clinaudit.pages.batch_page import write_batch_page
+
+        try:
+            written.append(write_batch_page(report, page, figures=not args.no_plots))
+        except OSError as exc:
+            print(f"clinaudit report: error: cannot write {page}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    print(report.tables[0].markdown())
+    print(f"written to {out}: {', '.join(_shown(p, out) for p in written)}")
     return EXIT_OK
+
+
+_HTML_IN_OUT = object()
+"""``--html`` given without a file: write OUTDIR/report.html."""
+
+
+def _shown(path: Path, out: Path) -> str:
+    return path.name if path.parent == out else str(path)
 
 
 def register(sub: Any) -> None:
@@ -169,11 +195,24 @@ def register(sub: Any) -> None:
         help="paper-style tables and plots from graded runs",
         description="Read the JUnit XML files under DIR (written by grade-many or by "
         "`pytest --submission ... --junitxml ...`) and write report.md, report.json, one CSV "
-        "per table and PNG plots. See docs/batch.md for the tables.",
+        "per table and PNG plots, and with --html one self-contained page of all of it. See "
+        "docs/batch.md for the tables.",
     )
     report.add_argument("dir", type=Path, metavar="DIR", help="directory of JUnit XML files")
     report.add_argument(
         "--out", type=Path, metavar="OUTDIR", help="where to write (default: DIR/report)"
     )
-    report.add_argument("--no-plots", action="store_true", help="tables only, no matplotlib")
+    report.add_argument(
+        "--no-plots", action="store_true", help="tables only, no matplotlib (nor page figures)"
+    )
+    report.add_argument(
+        "--html",
+        nargs="?",
+        const=_HTML_IN_OUT,
+        type=Path,
+        metavar="FILE",
+        help="also write the report as one self-contained HTML page: sortable tables, the "
+        "plots and a heatmap of mean score per agent x variant (default FILE: "
+        "OUTDIR/report.html; needs pytest-clinaudit[report])",
+    )
     report.set_defaults(handler=_cmd_report)

@@ -52,6 +52,26 @@ def submitted_values(submission: Submission) -> dict[str, Any]:
     }
 
 
+def compared_values(
+    check: str, *, reference: Reference, submitted: dict[str, Any]
+) -> tuple[Any, Any] | None:
+    """(reference, submitted) value a built-in check compares, or ``None`` for other checks.
+
+    ``submitted`` is :func:`submitted_values` of the session's submission: ``sps``
+    and ``component[NAME]`` compare numbers, ``verdict`` the verdict string. A
+    submitted ``None`` is missing or not a JSON number.
+    """
+    if check == "sps":
+        return reference.sps, submitted["sps"]
+    if check == "verdict":
+        return reference.report.get("verdict"), submitted["verdict"]
+    if check.startswith("component[") and check.endswith("]"):
+        name = check[len("component[") : -1]
+        if name in reference.components:
+            return reference.components[name], submitted["components"].get(name)
+    return None
+
+
 def score_document(
     grade: Grade,
     *,
