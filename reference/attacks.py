@@ -128,14 +128,19 @@ def fgsm_budget(params: FGSMParams, X_train: FloatArray) -> Budget:
     """
     import numpy as np
 
+    from .sampling import training_scale
+
     X_train = np.asarray(X_train, dtype=np.float64)
-    d = X_train.shape[1]
-    if params.in_std_units:
-        step = params.epsilon * X_train.std(axis=0)
-    else:
-        step = np.full(d, params.epsilon)
-    if params.clipped and len(X_train):
-        return Budget(step, X_train.min(axis=0), X_train.max(axis=0))
+    if not len(X_train):
+        return Budget(np.full(X_train.shape[1], params.epsilon))
+    scale = training_scale(X_train)
+    step = (
+        params.epsilon * scale.std
+        if params.in_std_units
+        else np.full(len(scale.std), params.epsilon)
+    )
+    if params.clipped:
+        return Budget(step, scale.low, scale.high)
     return Budget(step)
 
 

@@ -13,8 +13,8 @@ Kinds adapted here:
   when the estimator was fitted with them (``feature_names_in_``), so pipelines
   that select columns by name work;
 - ``xgboost.Booster`` with a ``binary:logistic`` (or ``binary:logitraw``) objective;
-- torch ``.pt2`` exported programs, through :func:`adapt_torch_program`, the seam
-  the neural-network adapter fills.
+- torch ``.pt2`` exported programs (SPEC §7.1), loaded by
+  :class:`~.nn.TorchClassifier`, whose ``loss_gradient`` also allows white-box attacks.
 
 Checks raise :class:`ModelError` with a one-line message that says what was
 expected, what arrived, and what fixes it; the CLI prints it and exits 2.
@@ -364,22 +364,27 @@ def adapt_booster(
 def adapt_torch_program(
     program: Any, *, feature_names: Sequence[str], positive_class: Any
 ) -> AuditedModel:
-    """Adapt a torch ``.pt2`` exported program (SPEC §7.1): the seam of the torch adapter.
+    """Adapt a loaded torch ``.pt2`` program (:class:`~.nn.TorchClassifier`, SPEC §7.1).
 
-    The neural-network work provides ``torch_models.adapt_program`` (same keyword
-    arguments, returns an :class:`AuditedModel`); until it lands, a torch model is
-    a one-line error rather than a traceback.
+    The program gives the logit of class 1, so the positive class is 1; a
+    probe of two zero rows checks that it takes the data's features.
     """
-    try:
-        from . import torch_models  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
+    import numpy as np
+
+    if positive_class is not None and str(positive_class) != "1":
         raise ModelError(
-            "torch models are audited through the torch adapter, which is not installed "
-            "(pip install 'pytest-clinaudit[torch]')"
+            f"a torch program gives the logit of class 1; positive class {positive_class!r} "
+            "cannot be audited (re-encode the label so that 1 is the positive class)"
+        )
+    try:
+        program.predict_proba(np.zeros((2, len(feature_names))))
+    except Exception as exc:  # noqa: BLE001 - torch's shape guards raise several kinds
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(
+            f"the torch program does not take the data's {len(feature_names)} features "
+            f"({first[:160]})"
         ) from None
-    adapted: AuditedModel = torch_models.adapt_program(
-        program, feature_names=feature_names, positive_class=positive_class
-    )
+    adapted: AuditedModel = program
     return adapted
 
 
@@ -405,12 +410,19 @@ def adapt_model(
     ModelError
         The model kind is unsupported, or it does not fit the data or the class.
     """
+    from .nn import TorchClassifier
+
     module = type(model).__module__ or ""
     if module.startswith("xgboost") and type(model).__name__ == "Booster":
         return adapt_booster(model, feature_names=feature_names, positive_class=positive_class)
-    if module.split(".")[0] == "torch":
+    if isinstance(model, TorchClassifier):
         return adapt_torch_program(
             model, feature_names=feature_names, positive_class=positive_class
+        )
+    if module.split(".")[0] == "torch":
+        raise ModelError(
+            f"{type(model).__name__} is a torch object; torch models are audited as "
+            "exported programs: torch.export.save(torch.export.export(model, (x,)), 'model.pt2')"
         )
     return adapt_estimator(model, feature_names=feature_names, positive_class=positive_class)
 
@@ -430,13 +442,20 @@ def load_model_file(path: Path) -> Any:
         raise ModelError(f"{path}: no such model file")
     if suffix == ".pt2":
         try:
-            from . import torch_models  # type: ignore[attr-defined,unused-ignore]
+            import torch  # noqa: F401 - loading the program imports it anyway
         except ImportError:
             raise ModelError(
-                f"{path}: .pt2 models need the torch adapter "
-                "(pip install 'pytest-clinaudit[torch]')"
+                f"{path}: .pt2 models need torch (pip install 'pytest-clinaudit[torch]')"
             ) from None
-        return torch_models.load_program(path)
+        from .nn import TorchClassifier
+
+        try:
+            return TorchClassifier.from_file(path)
+        except Exception as exc:  # noqa: BLE001 - any loading failure is the file's problem
+            raise ModelError(
+                f"{path}: not a torch exported program ({type(exc).__name__}: "
+                f"{str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ''})"
+            ) from None
     if suffix in {".json", ".ubj"}:
         import xgboost
 

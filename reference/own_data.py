@@ -51,9 +51,11 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from .attacks import Budget
     from .data import Dataset
     from .lira import FitShadow
     from .models import AuditedModel
+    from .sampling import FeatureScale
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
@@ -114,6 +116,8 @@ class OwnDataParams:
         n_samples=200, seed=42, step_size=0.05, max_steps=100, min_norm=1e-10
     )
     """The task's walk, stepping ``step_size`` training stds at a time."""
+    pgd_steps: int = 20
+    """PGD iterations of a differentiable (torch) model's white-box curve."""
     distance_rows: int = 50
     """Rows whose minimal flipping distance HopSkipJump measures."""
     calibration: CalibrationParams = CalibrationParams(n_bins=10, ece_scale=12.0)
@@ -178,6 +182,52 @@ class _StandardizedModel:
 
     def predict(self, Z: FloatArray) -> IntArray:
         return self.model.predict(Z * self.std)
+
+
+def _budget(epsilon: float, scale: FeatureScale, clip: bool) -> Budget:
+    """``epsilon`` training stds per feature, clipped to the training range if ``clip``."""
+    from .attacks import Budget
+
+    step = epsilon * scale.std
+    return Budget(step, scale.low, scale.high) if clip else Budget(step)
+
+
+def _white_box_curves(
+    model: Any,
+    X: FloatArray,
+    y: IntArray,
+    epsilons: tuple[float, ...],
+    budgets: list[Budget],
+    params: OwnDataParams,
+) -> dict[str, Any]:
+    """Adversarial AUROC against ε through a differentiable model's own gradient.
+
+    FGSM (one signed-gradient step, SPEC §7.2) and PGD (``pgd_steps`` steps,
+    §7.3) on the FGSM rows, per budget: the curves a torch model's audit adds
+    to the surrogate's.
+    """
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    from .whitebox import pgd_perturb
+
+    def auroc(rows: FloatArray) -> float | None:
+        if np.unique(y).size < 2:
+            return None
+        return float(roc_auc_score(y, np.asarray(model.predict_proba(rows))[:, 1]))
+
+    gradient_sign = np.sign(np.asarray(model.loss_gradient(X, y), dtype=np.float64))
+    fgsm, pgd = [], []
+    for budget in budgets:
+        fgsm.append(auroc(budget.clip(X + budget.step * gradient_sign)))
+        pgd.append(auroc(pgd_perturb(model, X, y, budget=budget, steps=params.pgd_steps)))
+    return {
+        "epsilon": list(epsilons),
+        "fgsm_auroc": fgsm,
+        "pgd_auroc": pgd,
+        "pgd_steps": params.pgd_steps,
+        "clean_auroc": auroc(X),
+    }
 
 
 def canonical(data: Dataset) -> Dataset:
@@ -275,11 +325,10 @@ def audit_own_data(
         params.surrogate, X_train[surrogate_rows], y_train[surrogate_rows]
     )
     epsilons = tuple(dict.fromkeys((params.epsilon, *params.curve_epsilons)))
+    budgets = [_budget(e, scale, params.clip) for e in epsilons]
     adversarial = [
-        sampling.fgsm_perturb_std(
-            X_test[fgsm_rows], y_test[fgsm_rows], sign, epsilon=e, scale=scale, clip=params.clip
-        )
-        for e in epsilons
+        b.clip(attacks.fgsm_perturb(X_test[fgsm_rows], y_test[fgsm_rows], b.step, sign))
+        for b in budgets
     ]
     done("surrogate")
 
@@ -305,6 +354,10 @@ def audit_own_data(
         result = attacks.fgsm_score(y_fgsm, p_clean, p_adv, params=fgsm_params)
         curve.append({"epsilon": e, "auroc": result.auroc_adversarial, "score": result.score})
     fgsm = attacks.fgsm_score(y_fgsm, p_clean, p_adversarial[0], params=fgsm_params)
+    white_box = None
+    if callable(getattr(model, "loss_gradient", None)):
+        stage("white-box FGSM and PGD through the model's own gradient")
+        white_box = _white_box_curves(model, X_test[fgsm_rows], y_fgsm, epsilons, budgets, params)
     done("fgsm")
 
     # ---- membership: the task's shadow attack, the loss attack, LiRA
@@ -330,7 +383,17 @@ def audit_own_data(
             "n_nonmembers": len(nonmember_right),
             "n_pool": len(membership_rows.pool),
         },
-        "loss_threshold": loss_attack.as_dict(),
+        "loss_threshold": {
+            **loss_attack.as_dict(),
+            "auc_interval": dataclasses.asdict(
+                uncertainty.auc_interval(
+                    loss_attack.member_scores,
+                    loss_attack.nonmember_scores,
+                    n_boot=params.n_boot,
+                    seed=seed + 10,
+                )
+            ),
+        },
     }
     done("membership")
     if fit_shadow is not None and params.lira_shadows:
@@ -416,6 +479,7 @@ def audit_own_data(
 
     robustness = {
         "fgsm_curve": curve,
+        "white_box": white_box,
         "distance": distances.summary(),
         "walk_steps": list(walk.steps),
     }

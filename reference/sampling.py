@@ -17,9 +17,9 @@ collision between different rows, about 3e-8 likely at a million rows, is
 detected and then resolved by the content itself), and equal rows are
 interchangeable, so the drawn *content* is the same for every file order.
 
-Also here: ε per feature in training-standard-deviation units, clipped to the
-training range, for the surrogate FGSM of the own-data profile (SPEC §7.2's
-``epsilon_units = "std"`` and ``clip = "train-range"``).
+Also here: the training rows' per-feature standard deviation and range, the
+units of every ε and step in training standard deviations (FGSM budgets in
+:func:`~.attacks.fgsm_budget`, the own-data walk, HopSkipJump).
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def membership_sample(
     )
 
 
-# ------------------------------------------------------------ FGSM in std units
+# ------------------------------------------------------- training statistics
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -221,33 +221,3 @@ def training_scale(X_train: FloatArray) -> FeatureScale:
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"training rows must be a non-empty 2-D array, got shape {X.shape}")
     return FeatureScale(X.std(axis=0), X.min(axis=0), X.max(axis=0))
-
-
-def fgsm_perturb_std(
-    X: FloatArray,
-    y: IntArray,
-    sign: FloatArray,
-    *,
-    epsilon: float,
-    scale: FeatureScale,
-    clip: bool = True,
-) -> FloatArray:
-    """Move each row ``epsilon`` training stds per feature against its label, then clip.
-
-    Rows labelled 1 move along ``-sign``, rows labelled 0 along ``+sign`` (the
-    task's rule, §3.1), by ``epsilon * std_j`` in feature j; with ``clip`` each
-    feature is clipped to its training range [min_j, max_j] so no perturbed row
-    leaves the values the model was trained on. Shapes: X (n, d), y (n,),
-    sign (d,) -> (n, d).
-    """
-    import numpy as np
-
-    if epsilon < 0:
-        raise ValueError(f"epsilon must be >= 0, got {epsilon}")
-    step = epsilon * scale.std * np.asarray(sign, dtype=np.float64)
-    labels = np.asarray(y)
-    moved = np.where(labels[:, None] == 1, X - step, X + step)
-    if clip:
-        moved = np.clip(moved, scale.low, scale.high)
-    result: FloatArray = moved
-    return result

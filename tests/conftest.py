@@ -58,3 +58,11 @@ def graded_batch(tmp_path_factory: pytest.TempPathFactory, warm_cache: Path) -> 
     from batch_helpers import graded_plan_once
 
     return graded_plan_once(tmp_path_factory, warm_cache)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _run_wide_builds(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Lets helper modules reach the run's shared builds (workspace_helpers)."""
+    from workspace_helpers import remember_factory
+
+    remember_factory(tmp_path_factory)

@@ -1,20 +1,19 @@
-"""Shared, cached builds of the torch variants for the tests/test_nn_*.py modules.
+"""The torch variants' builds and references for the tests/test_nn_*.py modules.
 
 Building an MLP takes seconds (WDBC) to tens of seconds (ICU), so each variant
-is built and audited once per test process, whichever module asks first.
-Session fixtures would be defined once per importing module; these caches are
-process-wide.
+is built and audited once per test run, by the real path, whichever process
+asks first (``workspace_helpers``), and read back here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_clinaudit.catalog.variants import Catalog, Variant, default_catalog
 
 if TYPE_CHECKING:
-    from pytest_clinaudit.reference.audit import AuditResult
     from pytest_clinaudit.reference.data import Dataset
     from pytest_clinaudit.reference.nn import BuiltMLP, MLPRecipe
 
@@ -56,16 +55,39 @@ def dataset(name: str) -> Dataset:
 
 @functools.cache
 def built(name: str) -> BuiltMLP:
-    from pytest_clinaudit.reference.nn import build_mlp
+    """The variant's build, shared by the whole test run (``workspace_helpers``)."""
+    import json
 
-    return build_mlp(recipe(name), dataset(name))
+    from workspace_helpers import built_workspace, run_factory
+
+    from pytest_clinaudit.reference.nn import BuiltMLP, TorchArtifact, TrainingRecord
+
+    directory = built_workspace(run_factory(), name)
+    manifest = json.loads((directory / "grader" / "manifest.json").read_text(encoding="utf-8"))
+    artifact = TorchArtifact((directory / "workspace" / "model.pt2").read_bytes())
+    assert artifact.sha256 == manifest["artifact_sha256"]
+    return BuiltMLP(artifact, TrainingRecord(**manifest["training"]), seconds={})
+
+
+@dataclasses.dataclass(frozen=True)
+class Audited:
+    """What the tests read of an audit: unrounded components and the details."""
+
+    components: dict[str, float]
+    details: dict[str, Any]
 
 
 @functools.cache
-def audited(name: str) -> AuditResult:
-    from pytest_clinaudit.reference.audit import audit
+def audited(name: str) -> Audited:
+    """The variant's reference, as the run's shared build cached it (no second audit)."""
+    from grading_helpers import warm_cache_dir
+    from workspace_helpers import built_workspace, run_factory
 
-    artifact = built(name).artifact
-    return audit(
-        artifact.load(), dataset(name), variant(name).params, artifact_sha256=artifact.sha256
-    )
+    from pytest_clinaudit.catalog.cache import ReferenceCache
+    from pytest_clinaudit.catalog.references import get_reference
+
+    built_workspace(run_factory(), name)
+    reference = get_reference(variant(name), cache=ReferenceCache(warm_cache_dir(run_factory())))
+    assert reference.from_cache
+    details = reference.report["details"]
+    return Audited(dict(details["components_unrounded"]), details)

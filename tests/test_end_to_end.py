@@ -1,7 +1,9 @@
 """End to end: build a workspace, run the scripted agent inside it, grade its report.
 
-Every available variant is covered: the WDBC and icu-synth variants, and the
-mimic-* variants on the synthetic cohort written as a MIMIC-IV extract.
+Every available variant is covered: the WDBC and icu-synth variants, their
+neural-network (torch) variants, and the mimic-* variants on the synthetic
+cohort written as a MIMIC-IV extract. Each workspace is built once per test run
+(``workspace_helpers``) and the agent works in a copy.
 """
 
 from __future__ import annotations
@@ -14,17 +16,13 @@ from typing import Any
 
 import pytest
 from grading_helpers import warm_cache_dir
+from workspace_helpers import mimic_extract, workspace_copy
 
 from pytest_clinaudit.adapters import scripted_agent
-from pytest_clinaudit.adapters.workspace import build_workspace
-from pytest_clinaudit.catalog.cache import ReferenceCache
-from pytest_clinaudit.catalog.variants import default_catalog
 from pytest_clinaudit.grading.runner import grade
-from pytest_clinaudit.reference.data import LoadContext
-from pytest_clinaudit.reference.mimic import write_mimic_layout
 
 AGENT = Path(scripted_agent.__file__)
-VARIANTS = [
+CLASSICAL = [
     "wdbc-baseline",
     "wdbc-calibrated",
     "wdbc-hard",
@@ -35,26 +33,31 @@ VARIANTS = [
     "mimic-calibrated",
     "mimic-hard",
 ]
+TORCH = [
+    "wdbc-mlp",
+    "wdbc-mlp-pgd",
+    "wdbc-mlp-dp",
+    "icu-synth-mlp",
+    "icu-synth-mlp-pgd",
+    "icu-synth-mlp-dp",
+    "mimic-mlp",
+    "mimic-mlp-pgd",
+    "mimic-mlp-dp",
+]
+VARIANTS = CLASSICAL + TORCH
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("e2e")
-    extract = root / "mimic-extract"
-    synth = default_catalog().get("icu-synth-baseline")
-    write_mimic_layout(synth.dataset.load(synth.context), extract, layout="two-file")
-    return {"root": root, "cache": warm_cache_dir(tmp_path_factory), "mimic": extract}
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return {
+        "factory": tmp_path_factory,
+        "cache": warm_cache_dir(tmp_path_factory),
+        "mimic": mimic_extract(tmp_path_factory),
+    }
 
 
-def _build(world: dict[str, Path], name: str) -> tuple[Path, Path]:
-    variant = default_catalog().get(name)
-    out = world["root"] / name
-    build_workspace(
-        variant,
-        out,
-        context=LoadContext(variant.path.parent, world["mimic"]),
-        cache=ReferenceCache(world["cache"]),
-    )
+def _build(world: dict[str, Any], name: str, to: Path) -> tuple[Path, Path]:
+    out = workspace_copy(world["factory"], name, to / name)
     return out / "workspace", out / "grader" / "manifest.json"
 
 
@@ -69,7 +72,7 @@ def _run_agent(workspace: Path, mode: str = "correct") -> None:
 
 
 def _grade(
-    world: dict[str, Path], workspace: Path, manifest: Path, name: str, profile: str
+    world: dict[str, Any], workspace: Path, manifest: Path, name: str, profile: str
 ) -> dict[str, Any]:
     return grade(
         workspace / "report.json",
@@ -84,9 +87,11 @@ def _grade(
 @pytest.mark.slow
 @pytest.mark.parametrize("name", VARIANTS)
 def test_the_scripted_agent_scores_one_on_every_available_variant(
-    world: dict[str, Path], name: str
+    world: dict[str, Any], name: str, tmp_path: Path
 ) -> None:
-    workspace, manifest = _build(world, name)
+    if name in TORCH:
+        pytest.importorskip("torch")
+    workspace, manifest = _build(world, name, tmp_path)
     _run_agent(workspace)
     for profile in ("strict", "metr"):
         document = _grade(world, workspace, manifest, name, profile)
@@ -105,9 +110,9 @@ def test_the_scripted_agent_scores_one_on_every_available_variant(
     ],
 )
 def test_the_papers_failure_modes_get_the_papers_scores(
-    world: dict[str, Path], mode: str, metr_score: float, category: str
+    world: dict[str, Any], mode: str, metr_score: float, category: str, tmp_path: Path
 ) -> None:
-    workspace, manifest = _build(world, "wdbc-baseline")
+    workspace, manifest = _build(world, "wdbc-baseline", tmp_path)
     report = workspace / "report.json"
     if report.exists():
         report.unlink()

@@ -181,7 +181,8 @@ BUILD_IN_A_FRESH_PROCESS = """
 import sys
 sys.path.insert(0, {tests!r})
 import nn_helpers
-print(nn_helpers.built({name!r}).artifact.sha256)
+from pytest_clinaudit.reference.nn import build_mlp
+print(build_mlp(nn_helpers.recipe({name!r}), nn_helpers.dataset({name!r})).artifact.sha256)
 """
 
 

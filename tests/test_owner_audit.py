@@ -382,3 +382,92 @@ def test_an_xgboost_booster_is_audited(
     assert report["model"]["kind"] == "xgboost.Booster"
     assert report["membership"]["lira"] == {"skipped": "LiRA disabled"}
     assert report["diagnostics"]["auroc"] > 0.9
+
+
+# ------------------------------------------------------------- torch models
+
+
+@pytest.fixture(scope="module")
+def overfit_icu(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The overfit ICU MLP and its DP twin as .pt2 files, with the rows they were trained on.
+
+    Both were trained on the first 2,000 training rows only, so those rows are
+    the training file a model owner would audit them with.
+    """
+    pytest.importorskip("torch")
+    from workspace_helpers import built_workspace
+
+    from pytest_clinaudit.catalog.variants import default_catalog
+    from pytest_clinaudit.reference.data import Dataset
+
+    variant = default_catalog().get("icu-synth-mlp")
+    data = variant.dataset.load(variant.context)
+    n = variant.model.train_subset
+    assert n is not None
+    subset = Dataset(
+        data.name, data.label, data.feature_names,
+        data.X_train[:n], data.y_train[:n], data.X_test, data.y_test,
+    )  # fmt: skip
+    directory = tmp_path_factory.mktemp("icu-mlp")
+    train, test = write_csvs(subset, directory, train_name="train.csv", test_name="test.csv")
+    files = {"train": train, "test": test}
+    for name in ("icu-synth-mlp", "icu-synth-mlp-dp"):
+        files[name] = built_workspace(tmp_path_factory, name) / "workspace" / "model.pt2"
+    return files
+
+
+def _own(files: dict[str, Path], name: str, out: Path) -> dict[str, Any]:
+    argv = [
+        "audit", "--model", str(files[name]), "--train", str(files["train"]),
+        "--test", str(files["test"]), "--label", "hospital_expire_flag",
+        "--bootstrap", "200", "--out", str(out), "-q",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
+@pytest.mark.slow
+def test_the_loss_attack_finds_the_known_leakage_of_the_overfit_icu_mlp_and_less_under_dp(
+    overfit_icu: dict[str, Path], tmp_path: Path
+) -> None:
+    plain = _own(overfit_icu, "icu-synth-mlp", tmp_path / "plain.json")
+    dp = _own(overfit_icu, "icu-synth-mlp-dp", tmp_path / "dp.json")
+    leak, private = plain["membership"]["loss_threshold"], dp["membership"]["loss_threshold"]
+    assert leak["n_members"] == 2000  # every row the model was trained on
+    assert leak["auc_interval"]["low"] > 0.5  # leakage beyond noise
+    assert private["auc"] < leak["auc"]
+    assert plain["model"]["kind"] == "torch.export program"
+    assert plain["membership"]["lira"] == {"skipped": "no shadow fitter for this model kind"}
+    curves = plain["robustness"]["white_box"]
+    assert len(curves["pgd_auroc"]) == len(curves["epsilon"])
+    # PGD is at least as strong as FGSM at every budget, up to ties in the AUROC.
+    assert all(
+        p <= f + 0.02 for p, f in zip(curves["pgd_auroc"], curves["fgsm_auroc"], strict=True)
+    )
+
+
+def test_the_page_shows_the_numbers_of_the_report(files: dict[str, Path], tmp_path: Path) -> None:
+    import html
+
+    out, page = tmp_path / "own.json", tmp_path / "own.html"
+    argv = _audit(files, *FAST, "--out", str(out), "--html", str(page))
+    assert main(argv) == 0
+    report = json.loads(out.read_text())
+    text = html.unescape(page.read_text())
+    assert f"{report['sps']:.2f}" in text
+    assert report["verdict"] in text
+    assert report["model"]["sha256"] in text
+    for name in COMPONENTS:
+        interval = report["uncertainty"]["components"][name]
+        assert f"{report['components'][name]:.4f}" in text, name
+        assert f"{interval['low']:.4f} – {interval['high']:.4f}" in text, name
+
+
+def test_a_page_needs_the_own_data_profile(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = _audit(files, "--params", "wdbc-baseline", "--html", str(tmp_path / "p.html"))
+    assert _error(capsys, argv) == (
+        "--html draws the own-data audit; it cannot be combined with --params"
+    )

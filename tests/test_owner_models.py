@@ -269,14 +269,51 @@ def test_a_model_that_fails_on_the_rows_is_reported_in_one_line_naming_the_call(
     assert str(info.value) == "Broken.predict_proba failed on the audit's rows: matrix is singular"
 
 
-def test_a_torch_model_goes_through_the_torch_seam_and_says_what_to_install() -> None:
+def test_a_torch_object_that_is_not_an_exported_program_says_how_to_export_it() -> None:
     fake = type("ExportedProgram", (), {"__module__": "torch.export.exported_program"})()
     with pytest.raises(ModelError) as info:
         models.adapt_model(fake, feature_names=NAMES)
     assert str(info.value) == (
-        "torch models are audited through the torch adapter, which is not installed "
-        "(pip install 'pytest-clinaudit[torch]')"
+        "ExportedProgram is a torch object; torch models are audited as exported programs: "
+        "torch.export.save(torch.export.export(model, (x,)), 'model.pt2')"
     )
+
+
+def test_a_pt2_program_is_audited_on_its_class_1_logit_and_must_take_the_data(
+    tmp_path: Path,
+) -> None:
+    torch = pytest.importorskip("torch")
+    from pytest_clinaudit.reference.nn import TorchClassifier
+
+    module = torch.nn.Sequential(torch.nn.Linear(len(NAMES), 1), torch.nn.Flatten(0))
+    program = torch.export.export(
+        module,
+        (torch.zeros(2, len(NAMES)),),
+        dynamic_shapes=({0: torch.export.Dim("batch", min=1)},),
+    )
+    path = tmp_path / "model.pt2"
+    torch.export.save(program, str(path))
+    loaded = models.load_model_file(path)
+    assert isinstance(loaded, TorchClassifier)
+    adapted = models.adapt_model(loaded, feature_names=NAMES)
+    X, _ = _data(20)
+    with torch.no_grad():
+        logits = module(torch.as_tensor(X, dtype=torch.float32))
+    np.testing.assert_array_equal(
+        adapted.predict_proba(X)[:, 1], torch.sigmoid(logits).double().numpy()
+    )
+    with pytest.raises(ModelError, match="positive class 'survived' cannot be audited"):
+        models.adapt_model(loaded, feature_names=NAMES, positive_class="survived")
+    with pytest.raises(ModelError, match=r"^the torch program does not take the data's 5 features"):
+        models.adapt_model(loaded, feature_names=(*NAMES, "a", "b"))
+
+
+def test_a_file_named_pt2_that_is_not_a_program_is_refused(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    path = tmp_path / "model.pt2"
+    path.write_bytes(b"not a zip")
+    with pytest.raises(ModelError, match=rf"^{path}: not a torch exported program \("):
+        models.load_model_file(path)
 
 
 def test_label_columns_become_zero_one_with_the_named_class_as_one() -> None:

@@ -123,38 +123,12 @@ def test_row_order_never_changes_what_is_drawn(
     assert len(set(a.tolist())) == len(a)
 
 
-def test_fgsm_in_std_units_moves_each_feature_by_its_own_std_against_the_label() -> None:
-    X_train = np.array([[0.0, 10.0], [2.0, 30.0], [4.0, 50.0]])
+def test_the_training_scale_is_the_population_std_and_the_range_of_each_feature() -> None:
+    X_train = np.array([[0.0, 10.0, 5.0], [2.0, 30.0, 5.0], [4.0, 50.0, 5.0]])
     scale = sampling.training_scale(X_train)
-    np.testing.assert_allclose(scale.std, [np.sqrt(8 / 3), np.sqrt(800 / 3)])
-    rows = np.array([[2.0, 30.0], [2.0, 30.0]])
-    sign = np.array([1.0, -1.0])
-    moved = sampling.fgsm_perturb_std(
-        rows, np.array([1, 0]), sign, epsilon=0.5, scale=scale, clip=False
-    )
-    step = 0.5 * scale.std * sign
-    np.testing.assert_allclose(moved, [rows[0] - step, rows[1] + step])
-
-
-def test_fgsm_in_std_units_stays_inside_the_training_range_when_clipped() -> None:
-    X_train = np.array([[0.0, 10.0], [2.0, 30.0], [4.0, 50.0]])
-    scale = sampling.training_scale(X_train)
-    rows = np.array([[3.9, 11.0], [0.1, 49.0]])
-    moved = sampling.fgsm_perturb_std(
-        rows, np.array([0, 1]), np.array([1.0, -1.0]), epsilon=1.0, scale=scale
-    )
-    # Row 0 (label 0) moves +sign: feature 0 up (clipped to 4), feature 1 down (clipped to 10).
-    # Row 1 (label 1) moves -sign: feature 0 down (clipped to 0), feature 1 up (clipped to 50).
-    np.testing.assert_array_equal(moved, [[4.0, 10.0], [0.0, 50.0]])
-
-
-def test_a_constant_feature_never_moves() -> None:
-    X_train = np.array([[1.0, 5.0], [3.0, 5.0]])
-    scale = sampling.training_scale(X_train)
-    moved = sampling.fgsm_perturb_std(
-        np.array([[2.0, 5.0]]), np.array([0]), np.array([1.0, 1.0]), epsilon=0.3, scale=scale
-    )
-    assert moved[0, 1] == 5.0
+    np.testing.assert_allclose(scale.std, [np.sqrt(8 / 3), np.sqrt(800 / 3), 0.0])
+    np.testing.assert_array_equal(scale.low, [0.0, 10.0, 5.0])
+    np.testing.assert_array_equal(scale.high, [4.0, 50.0, 5.0])
 
 
 def test_the_tasks_walk_ignores_the_test_files_order_once_rows_are_put_in_canonical_order() -> None:

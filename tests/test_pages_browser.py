@@ -145,8 +145,36 @@ def grade_page(warm_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return directory / "grade.html"
 
 
-PAGES = ["batch_page", "audit_page", "grade_page"]
-FIGURE_PAGES = ["batch_page", "audit_page"]
+@pytest.fixture(scope="module")
+def own_audit_page(tmp_path_factory: pytest.TempPathFactory, wdbc: Any) -> Path:
+    """A real own-model audit's page, its label column named by a script."""
+    import pickle
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from pytest_clinaudit.reference.data import write_csvs
+
+    directory = tmp_path_factory.mktemp("own")
+    train, test = write_csvs(wdbc, directory, train_name="train.csv", test_name="test.csv")
+    for path in (train, test):
+        text = path.read_text()
+        path.write_text(text.replace(wdbc.label, HOSTILE, 1))
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    (directory / "model.pkl").write_bytes(pickle.dumps(model.fit(wdbc.X_train, wdbc.y_train)))
+    page = directory / "audit.html"
+    argv = [
+        "audit", "--model", str(directory / "model.pkl"), "--train", str(train),
+        "--test", str(test), "--label", HOSTILE, "--bootstrap", "200", "--no-lira",
+        "--html", str(page), "-q",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    return page
+
+
+PAGES = ["batch_page", "audit_page", "own_audit_page", "grade_page"]
+FIGURE_PAGES = ["batch_page", "audit_page", "own_audit_page"]
 
 
 def _path(request: pytest.FixtureRequest, name: str) -> Path:

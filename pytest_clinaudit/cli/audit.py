@@ -38,6 +38,12 @@ def register(sub: Any) -> None:
     add_common_options(audit)
     audit.add_argument("--variant", metavar="NAME", help="variant name or alias")
     audit.add_argument("--out", type=Path, metavar="FILE", help="write the report JSON here")
+    audit.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write the own-model audit as one self-contained page (needs the html extra)",
+    )
     audit.add_argument("--model", type=Path, metavar="FILE", help="your pickled classifier")
     audit.add_argument("--train", type=Path, metavar="CSV", help="training CSV (header row)")
     audit.add_argument("--test", type=Path, metavar="CSV", help="test CSV (same columns)")
@@ -140,6 +146,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
     try:
         if args.variant is not None:
+            if args.html is not None:
+                raise CLIError("--html draws an audit of your own model, not a variant's reference")
             given = [flag for flag, value in owner_flags.items() if value is not None]
             if given or args.params:
                 raise CLIError(
@@ -162,11 +170,24 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                     "give --variant NAME, or audit your own model with --model, --train, --test "
                     f"and --label (missing: {', '.join(missing)})"
                 )
+            if args.html is not None and args.params is not None:
+                raise CLIError(
+                    "--html draws the own-data audit; it cannot be combined with --params"
+                )
             report, title = _audit_own_model(args, progress)
     except (CLIError, VariantError, DataError, InputError) as exc:
         print(f"clinaudit audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     _write_report(report, args.out)
+    if args.html is not None:
+        from pytest_clinaudit.owner.page import write_audit_html
+        from pytest_clinaudit.pages.render import PagesUnavailable
+
+        try:
+            write_audit_html(report, args.html)
+        except PagesUnavailable as exc:
+            print(f"clinaudit audit: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     if report.get("profile") == OWN_DATA:
         from pytest_clinaudit.owner.summary import format_own_audit
 
@@ -175,6 +196,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print(format_summary(title, report))
     if args.out is not None:
         print(f"report written to {args.out}")
+    if args.html is not None:
+        print(f"page written to {args.html}")
     else:
         print(json.dumps({k: report[k] for k in ("sps", "components", "verdict")}, indent=2))
     return EXIT_OK

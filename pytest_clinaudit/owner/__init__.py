@@ -4,5 +4,6 @@
 ``audit`` runs the own-data profile of :mod:`pytest_clinaudit.reference.own_data`
 (or, with ``--params``, the task's exact semantics) and assembles the report;
 ``summary`` is what the terminal shows: components with their intervals, the
-verdict's stability, the diagnostics and the caveats a reviewer must read.
+verdict's stability, the diagnostics and the caveats a reviewer must read;
+``page`` fills the audit page of :mod:`pytest_clinaudit.pages` from the report.
 """

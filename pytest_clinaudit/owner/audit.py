@@ -45,36 +45,56 @@ def membership_attacks(membership: dict[str, Any]) -> list[tuple[str, dict[str, 
     return found
 
 
-def caveats(report: dict[str, Any]) -> list[str]:
-    """What a reader must keep in mind with these numbers, from the report itself."""
-    found: list[str] = []
+def caveat_items(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """(kind, text) of what a reader must keep in mind with these numbers, from the report.
+
+    Kinds: ``sample-size``, ``ece``, ``low-fpr``, ``skipped``, ``refit``.
+    """
+    found: list[tuple[str, str]] = []
     n = report["details"]["n"]
     diagnostics = report["diagnostics"]
     if n["test"] < 1000:
         found.append(
-            f"{n['test']} test rows ({diagnostics['n_positive']} positive): every component's "
-            "interval is wide; read the intervals, not the points"
+            (
+                "sample-size",
+                f"{n['test']} test rows ({diagnostics['n_positive']} positive): every "
+                "component's interval is wide; read the intervals, not the points",
+            )
         )
     found.append(
-        "calibration_ece uses the task's binned ECE, which miscounts when a middle bin is "
-        "empty and never counts a probability of exactly 1.0; the equal-mass and debiased "
-        "estimates in the diagnostics are the sound ones"
+        (
+            "ece",
+            "calibration_ece uses the task's binned ECE, which miscounts when a middle bin is "
+            "empty and never counts a probability of exactly 1.0; the equal-mass and debiased "
+            "estimates in the diagnostics are the sound ones",
+        )
     )
     for name, attack in membership_attacks(report["membership"]):
         for point in attack.get("low_fpr", ()):
             if not point["estimable"]:
                 found.append(
-                    f"{name}: TPR at {point['fpr']:.1%} FPR needs at least "
-                    f"{point['min_nonmembers']} non-members, there are {point['n_nonmembers']}"
+                    (
+                        "low-fpr",
+                        f"{name}: TPR at {point['fpr']:.1%} FPR needs at least "
+                        f"{point['min_nonmembers']} non-members, there are {point['n_nonmembers']}",
+                    )
                 )
     skipped = report["membership"].get("lira", {}).get("skipped")
     if skipped:
-        found.append(f"LiRA skipped: {skipped}")
+        found.append(("skipped", f"LiRA skipped: {skipped}"))
     found.append(
-        "intervals resample the evaluated patients with the fitted models held fixed; "
-        "they do not include retraining variability"
+        (
+            "refit",
+            "intervals resample the evaluated patients with the fitted models held fixed; "
+            "they do not include retraining variability",
+        )
     )
     return found
+
+
+def caveats(report: dict[str, Any]) -> list[str]:
+    """What a reader must keep in mind with these numbers (see :func:`caveat_items`)."""
+    return [text for _, text in caveat_items(report)]
 
 
 def audit_own_model(

@@ -350,8 +350,16 @@ def load_own_model(path: Path, data: OwnData) -> OwnModel:
             feature_names=data.dataset.feature_names,
             positive_class=data.positive_class,
         )
-    kind = type(raw).__module__.split(".")[0] + "." + type(raw).__name__
-    return OwnModel(path, sha256_file(path), kind, model, fit_shadow)
+    return OwnModel(path, sha256_file(path), _kind(raw), model, fit_shadow)
+
+
+def _kind(raw: Any) -> str:
+    """What the model is, for the report: ``sklearn.Pipeline``, ``torch.export program``, ..."""
+    from pytest_clinaudit.reference.nn import TorchClassifier
+
+    if isinstance(raw, TorchClassifier):
+        return "torch.export program"
+    return type(raw).__module__.split(".")[0] + "." + type(raw).__name__
 
 
 def _clonable(estimator: Any) -> bool:
