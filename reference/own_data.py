@@ -279,7 +279,7 @@ def audit_own_data(
     """
     import numpy as np
 
-    from . import attacks, diagnostics, hopskipjump, lira, sampling, uncertainty
+    from . import attacks, diagnostics, hopskipjump, lira, privacy, sampling, uncertainty
     from .sps import SPS_DECIMALS, security_posture_score
     from .sps import verdict as verdict_of
 
@@ -373,7 +373,7 @@ def audit_own_data(
     n_queried = len(member_right) + len(nonmember_right)
     accuracy = float((member_right.sum() + nonmember_right.sum()) / n_queried)
     mi_score = float(np.clip(1.0 - 2.0 * (accuracy - 0.5), 0.0, 1.0))
-    loss_attack = lira.loss_threshold_attack(
+    loss_attack = privacy.loss_threshold_attack(
         y_train[members], member_proba[:, 1], y_test[nonmembers], p_test[nonmembers]
     )
     membership: dict[str, Any] = {

@@ -1,20 +1,28 @@
-"""The loss-threshold membership attack (Yeom et al. 2018) and its metrics.
+"""Membership attacks' metrics, and the loss-threshold attack (Yeom et al. 2018).
 
-A model fits its training rows better than unseen rows, so a low loss on
-``(x, y)`` is evidence that the row was a member. The attack's score is
-``-loss``; it needs no shadow models, only the target's per-row loss with the
-true label. Reported as in the membership-inference literature (Carlini et al.
-2022): the ROC AUC, and the true-positive rate at a low false-positive rate,
-which is what matters to a patient whose record is singled out.
+An attack gives each queried row a score, higher meaning "member". From the
+members' and non-members' scores come the ROC curve (tie-aware: tied scores
+form one threshold), its AUC, and the true-positive rate at a low
+false-positive rate, which is what matters to a patient whose record is
+singled out (Carlini et al. 2022). A TPR at FPR ``f`` needs at least
+``ceil(1/f)`` non-members to mean anything (below that the first false positive
+already exceeds ``f``): :func:`attack_result` then says so (``estimable=False``)
+instead of printing a number, while :func:`tpr_at_fpr` (SPEC §7.3's diagnostic)
+always answers, as the specification asks.
 
-Works from losses, so it serves any model: a torch program's own
-binary cross-entropy (:meth:`~.nn.TorchClassifier.row_losses`) or
-:func:`log_loss_per_row` of a scikit-learn model's probabilities.
+The loss-threshold attack needs no shadow model: a model fits its training rows
+better than unseen ones, so a low loss on ``(x, y)`` is evidence of membership.
+It works from losses (a torch program's own
+:meth:`~.nn.TorchClassifier.row_losses`) or from probabilities
+(:func:`loss_threshold_attack`). LiRA (:mod:`.lira`) reports through the same
+:class:`MembershipAttack` records.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,6 +34,194 @@ if TYPE_CHECKING:
 
 LOW_FPR = 0.01
 """The false-positive rate at which SPEC §7.3 reports the true-positive rate."""
+
+LOW_FPRS = (0.01, 0.001)
+"""False-positive rates at which the TPR is reported (1% and 0.1%)."""
+
+PROBABILITY_CLIP = 1e-12
+"""Probabilities are clipped to [PROBABILITY_CLIP, 1 - PROBABILITY_CLIP] before a log,
+so a model answering exactly 0 or 1 gives a finite loss (at most about 27.6)."""
+
+PLOT_POINTS = 400
+"""Most ROC points kept for a plot; they are log-spaced in FPR, where the detail is."""
+
+
+# ------------------------------------------------------------------------ ROC
+
+
+@dataclasses.dataclass(frozen=True)
+class LowFPRPoint:
+    """The TPR at one false-positive rate, or why there is none.
+
+    ``tpr`` is the largest TPR among thresholds whose FPR is at most ``fpr``;
+    None when ``n_nonmembers < min_nonmembers = ceil(1/fpr)``.
+    """
+
+    fpr: float
+    tpr: float | None
+    estimable: bool
+    n_nonmembers: int
+    min_nonmembers: int
+
+
+def _roc(member_scores: FloatArray, nonmember_scores: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """ROC points (fpr, tpr) at every distinct threshold, from (0, 0) to (1, 1).
+
+    Higher scores mean "member". Tied scores form one threshold, so the curve
+    (and its area) does not depend on the order of tied rows.
+    """
+    import numpy as np
+
+    scores = np.concatenate([member_scores, nonmember_scores])
+    is_member = np.concatenate(
+        [np.ones(len(member_scores), dtype=bool), np.zeros(len(nonmember_scores), dtype=bool)]
+    )
+    order = np.argsort(-scores, kind="stable")
+    scores, is_member = scores[order], is_member[order]
+    last_of_tie = np.flatnonzero(np.r_[scores[1:] != scores[:-1], True])
+    tp = np.cumsum(is_member)[last_of_tie]
+    fp = (last_of_tie + 1) - tp
+    fpr = np.r_[0.0, fp / max(len(nonmember_scores), 1)]
+    tpr = np.r_[0.0, tp / max(len(member_scores), 1)]
+    return fpr, tpr
+
+
+def _auc(fpr: FloatArray, tpr: FloatArray) -> float:
+    """Trapezoidal area: ties between a member and a non-member count one half."""
+    import numpy as np
+
+    return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
+
+
+def _tpr_at(fpr: FloatArray, tpr: FloatArray, target: float, n_nonmembers: int) -> LowFPRPoint:
+    import numpy as np
+
+    needed = math.ceil(1.0 / target - 1e-9)
+    if n_nonmembers < needed:
+        return LowFPRPoint(target, None, False, n_nonmembers, needed)
+    within = fpr <= target + 1e-15
+    return LowFPRPoint(target, float(np.max(tpr[within])), True, n_nonmembers, needed)
+
+
+def _plot_points(
+    fpr: FloatArray, tpr: FloatArray, n_nonmembers: int
+) -> tuple[FloatArray, FloatArray]:
+    """At most :data:`PLOT_POINTS` points of the ROC step function, log-spaced in FPR.
+
+    Each grid FPR ``g`` gets the TPR of the last threshold with FPR at most ``g``;
+    the grid is 0, then log-spaced from ``1/n_nonmembers`` (the smallest non-zero
+    FPR) to 1.
+    """
+    import numpy as np
+
+    if len(fpr) <= PLOT_POINTS:
+        return fpr, tpr
+    low = 1.0 / max(n_nonmembers, 1)
+    grid = np.unique(np.r_[0.0, np.geomspace(low, 1.0, PLOT_POINTS - 1), fpr[fpr > 0].min()])
+    at = np.searchsorted(fpr, grid + 1e-15, side="right") - 1
+    # fpr is non-decreasing; the last index with fpr <= g carries the largest tpr
+    # (at g = 0: the members scored above every non-member).
+    return fpr[at], tpr[at]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MembershipAttack:
+    """One attack's result; higher scores mean "member".
+
+    Attributes
+    ----------
+    member_scores, nonmember_scores
+        Per-row attack scores, shapes (n_members,) and (n_nonmembers,), kept for
+        the bootstrap; left out of :meth:`as_dict`.
+    roc_fpr, roc_tpr
+        ROC points for a plot (log-FPR friendly, at most ``PLOT_POINTS``).
+    """
+
+    name: str
+    auc: float
+    low_fpr: tuple[LowFPRPoint, ...]
+    roc_fpr: tuple[float, ...]
+    roc_tpr: tuple[float, ...]
+    n_members: int
+    n_nonmembers: int
+    member_scores: FloatArray
+    nonmember_scores: FloatArray
+    notes: tuple[str, ...] = ()
+
+    def tpr_at(self, fpr: float) -> LowFPRPoint:
+        for point in self.low_fpr:
+            if point.fpr == fpr:
+                return point
+        raise KeyError(fpr)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "auc": self.auc,
+            "low_fpr": [dataclasses.asdict(point) for point in self.low_fpr],
+            "roc": {"fpr": list(self.roc_fpr), "tpr": list(self.roc_tpr)},
+            "n_members": self.n_members,
+            "n_nonmembers": self.n_nonmembers,
+            "notes": list(self.notes),
+        }
+
+
+def attack_result(
+    name: str,
+    member_scores: FloatArray,
+    nonmember_scores: FloatArray,
+    *,
+    fprs: Sequence[float] = LOW_FPRS,
+    notes: tuple[str, ...] = (),
+) -> MembershipAttack:
+    """AUC, low-FPR points and plot curve of any per-row membership scores."""
+    import numpy as np
+
+    members = np.asarray(member_scores, dtype=np.float64)
+    nonmembers = np.asarray(nonmember_scores, dtype=np.float64)
+    if members.ndim != 1 or nonmembers.ndim != 1 or not members.size or not nonmembers.size:
+        raise ValueError("membership scores need at least one member and one non-member")
+    if not (np.isfinite(members).all() and np.isfinite(nonmembers).all()):
+        raise ValueError("membership scores must be finite")
+    fpr, tpr = _roc(members, nonmembers)
+    plot_fpr, plot_tpr = _plot_points(fpr, tpr, len(nonmembers))
+    return MembershipAttack(
+        name=name,
+        auc=_auc(fpr, tpr),
+        low_fpr=tuple(_tpr_at(fpr, tpr, f, len(nonmembers)) for f in fprs),
+        roc_fpr=tuple(plot_fpr.tolist()),
+        roc_tpr=tuple(plot_tpr.tolist()),
+        n_members=len(members),
+        n_nonmembers=len(nonmembers),
+        member_scores=members,
+        nonmember_scores=nonmembers,
+        notes=notes,
+    )
+
+
+def loss_threshold_attack(
+    y_members: IntArray,
+    p_members: FloatArray,
+    y_nonmembers: IntArray,
+    p_nonmembers: FloatArray,
+    *,
+    fprs: Sequence[float] = LOW_FPRS,
+) -> MembershipAttack:
+    """Yeom et al. (2018): lower cross-entropy on the true label means "member".
+
+    Parameters
+    ----------
+    y_members, p_members
+        Labels and the target's positive-class probabilities on member rows, (n_m,).
+    y_nonmembers, p_nonmembers
+        The same on non-member rows, (n_n,).
+    """
+    return attack_result(
+        "loss_threshold",
+        -log_loss_per_row(p_members, y_members),
+        -log_loss_per_row(p_nonmembers, y_nonmembers),
+        fprs=fprs,
+    )
 
 
 def _scores_and_truth(member: Any, nonmember: Any) -> tuple[FloatArray, FloatArray]:
@@ -47,44 +243,27 @@ def _scores_and_truth(member: Any, nonmember: Any) -> tuple[FloatArray, FloatArr
 def attack_auc(member_scores: Any, nonmember_scores: Any) -> float:
     """ROC AUC of "higher score means member"; 0.5 is chance, higher leaks more.
 
-    The Mann-Whitney form with tied scores counted as one half, so it equals
-    ``sklearn.metrics.roc_auc_score``.
+    Tied scores count one half, so it equals ``sklearn.metrics.roc_auc_score``.
     """
-    import numpy as np
-    from scipy.stats import rankdata
 
     scores, truth = _scores_and_truth(member_scores, nonmember_scores)
-    n_member = int(truth.sum())
-    n_nonmember = len(truth) - n_member
-    ranks = rankdata(scores)  # average ranks: ties count one half
-    u = float(np.sum(ranks[truth == 1])) - n_member * (n_member + 1) / 2.0
-    return u / (n_member * n_nonmember)
+    return _auc(*_roc(scores[truth == 1], scores[truth == 0]))
 
 
 def tpr_at_fpr(member_scores: Any, nonmember_scores: Any, fpr: float) -> float:
     """Largest true-positive rate of a threshold whose false-positive rate is at most ``fpr``.
 
-    The attack says "member" for scores at or above a threshold. Over every
-    threshold that flags at most ``floor(fpr * n_nonmember)`` non-members, the
-    best fraction of members flagged. With 200 non-members, 1% FPR allows two
-    false positives; with fewer than ``1 / fpr`` non-members it allows none, and
-    the value is then the fraction of members scored above every non-member.
+    The attack says "member" for scores at or above a threshold. With 200
+    non-members, 1% FPR allows two false positives; with fewer than ``1 / fpr``
+    non-members it allows none, and the value is then the fraction of members
+    scored above every non-member (:func:`attack_result` reports such a point
+    as not estimable instead).
     """
-    import numpy as np
-
     if not 0.0 <= fpr <= 1.0:
         raise ValueError(f"fpr must lie in [0, 1], got {fpr}")
-    _scores_and_truth(member_scores, nonmember_scores)  # validation only
-    member = np.sort(np.asarray(member_scores, dtype=np.float64).ravel())
-    nonmember = np.sort(np.asarray(nonmember_scores, dtype=np.float64).ravel())[::-1]
-    allowed = int(np.floor(fpr * len(nonmember) + 1e-12))  # 1e-12: 0.01 * 200 is 2, not 1.99..
-    # Flagging at most `allowed` non-members means a threshold above the
-    # (allowed+1)-th largest non-member score; all members above it are caught.
-    if allowed >= len(nonmember):
-        return 1.0
-    bar = nonmember[allowed]
-    caught = len(member) - int(np.searchsorted(member, bar, side="right"))
-    return caught / len(member)
+    scores, truth = _scores_and_truth(member_scores, nonmember_scores)
+    fprs, tprs = _roc(scores[truth == 1], scores[truth == 0])
+    return float(tprs[fprs <= fpr + 1e-12].max())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +290,7 @@ def loss_attack(member_losses: Any, nonmember_losses: Any) -> LossAttackResult:
     )
 
 
-def log_loss_per_row(prob: Any, y: Any, *, eps: float = 1e-15) -> FloatArray:
+def log_loss_per_row(prob: Any, y: Any, *, eps: float = PROBABILITY_CLIP) -> FloatArray:
     """Binary cross-entropy of each row from ``P(class 1)``, clipped to ``[eps, 1 - eps]``.
 
     For models that give probabilities only; the clip keeps a confident

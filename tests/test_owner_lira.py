@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from pytest_clinaudit.reference import lira, models
+from pytest_clinaudit.reference import lira, models, privacy
 
 
 def _scores(n_m: int, n_n: int, seed: int, shift: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
@@ -22,11 +22,11 @@ def _scores(n_m: int, n_n: int, seed: int, shift: float = 0.5) -> tuple[np.ndarr
 @given(n_m=st.integers(1, 60), n_n=st.integers(1, 60), seed=st.integers(0, 10_000))
 def test_the_roc_helper_agrees_with_scikit_learn_with_ties(n_m: int, n_n: int, seed: int) -> None:
     members, nonmembers = _scores(n_m, n_n, seed)
-    result = lira.attack_result("test", members, nonmembers)
+    result = privacy.attack_result("test", members, nonmembers)
     truth = np.r_[np.ones(n_m), np.zeros(n_n)]
     scores = np.r_[members, nonmembers]
     assert result.auc == pytest.approx(roc_auc_score(truth, scores), abs=1e-12)
-    fpr, tpr = lira._roc(members, nonmembers)
+    fpr, tpr = privacy._roc(members, nonmembers)
     ref_fpr, ref_tpr, _ = roc_curve(truth, scores, drop_intermediate=False)
     np.testing.assert_allclose(fpr, ref_fpr, atol=1e-12)
     np.testing.assert_allclose(tpr, ref_tpr, atol=1e-12)
@@ -34,7 +34,7 @@ def test_the_roc_helper_agrees_with_scikit_learn_with_ties(n_m: int, n_n: int, s
 
 def test_the_tpr_at_a_low_fpr_is_the_best_threshold_with_at_most_that_many_false_alarms() -> None:
     members, nonmembers = _scores(500, 2000, seed=1, shift=1.5)
-    result = lira.attack_result("test", members, nonmembers)
+    result = privacy.attack_result("test", members, nonmembers)
     for target in (0.01, 0.001):
         # Brute force over every threshold: flag scores >= t.
         best = 0.0
@@ -48,7 +48,7 @@ def test_the_tpr_at_a_low_fpr_is_the_best_threshold_with_at_most_that_many_false
 
 def test_too_few_non_members_for_a_low_fpr_is_said_not_printed_as_a_number() -> None:
     members, nonmembers = _scores(200, 114, seed=2)
-    result = lira.attack_result("test", members, nonmembers)
+    result = privacy.attack_result("test", members, nonmembers)
     one_percent, tenth = result.tpr_at(0.01), result.tpr_at(0.001)
     assert one_percent.estimable
     assert one_percent.tpr is not None
@@ -64,9 +64,9 @@ def test_too_few_non_members_for_a_low_fpr_is_said_not_printed_as_a_number() -> 
 def test_the_plot_curve_is_short_log_spaced_and_a_lower_envelope_of_the_roc() -> None:
     members, nonmembers = _scores(5000, 20000, seed=3)
     members = members + np.random.RandomState(0).uniform(0, 0.01, 5000)  # break ties: many points
-    result = lira.attack_result("test", members, nonmembers)
-    assert len(result.roc_fpr) <= lira.PLOT_POINTS + 1
-    fpr, tpr = lira._roc(result.member_scores, result.nonmember_scores)
+    result = privacy.attack_result("test", members, nonmembers)
+    assert len(result.roc_fpr) <= privacy.PLOT_POINTS + 1
+    fpr, tpr = privacy._roc(result.member_scores, result.nonmember_scores)
     for f, t in zip(result.roc_fpr, result.roc_tpr, strict=True):
         assert t == pytest.approx(np.max(tpr[fpr <= f + 1e-15]))
     assert result.roc_fpr[1] == pytest.approx(1 / 20000, rel=0.5)
@@ -76,7 +76,7 @@ def test_the_loss_attack_scores_minus_the_cross_entropy_of_the_true_label() -> N
     y = np.array([1, 0, 1])
     p = np.array([0.9, 0.9, 1.0])
     np.testing.assert_allclose(
-        lira.true_label_log_likelihood(y, p), [np.log(0.9), np.log(0.1), np.log(1.0 - 1e-12)]
+        -privacy.log_loss_per_row(p, y), [np.log(0.9), np.log(0.1), np.log(1.0 - 1e-12)]
     )
 
 
@@ -99,7 +99,7 @@ def test_an_overfit_forest_leaks_and_both_attacks_see_it() -> None:
     forest = RandomForestClassifier(n_estimators=30, min_samples_leaf=1, random_state=0)
     forest.fit(X_train, y_train)
     target = models.adapt_model(forest, feature_names=NAMES, positive_class=1)
-    loss = lira.loss_threshold_attack(
+    loss = privacy.loss_threshold_attack(
         y_train, target.predict_proba(X_train)[:, 1], y_out, target.predict_proba(X_out)[:, 1]
     )
     assert loss.auc > 0.7
@@ -118,7 +118,7 @@ def test_a_regularised_linear_model_on_many_rows_leaks_nothing_measurable() -> N
     X, y = _icu_like(8000, seed=5)
     model = LogisticRegression(C=0.1).fit(X[:4000], y[:4000])
     p = model.predict_proba(X)[:, 1]
-    loss = lira.loss_threshold_attack(y[:4000], p[:4000], y[4000:], p[4000:])
+    loss = privacy.loss_threshold_attack(y[:4000], p[:4000], y[4000:], p[4000:])
     # AUC standard error with 4000 + 4000 rows is about 0.0065.
     assert abs(loss.auc - 0.5) < 0.03
 

@@ -22,7 +22,7 @@ reliability_diagram(bins, *, task_bins=None) -> str
 membership_roc(attacks) -> str
     ``attacks``: ``[{"name": "loss", "auc": 0.61, "roc": {"fpr": [...], "tpr": [...]},
     "low_fpr": [{"fpr": 0.01, "tpr": 0.03, "estimable": true, ...}], "n_members": 400,
-    "n_nonmembers": 400}, ...]`` (:class:`~pytest_clinaudit.reference.lira.MembershipAttack`).
+    "n_nonmembers": 400}, ...]`` (:class:`~pytest_clinaudit.reference.privacy.MembershipAttack`).
 adversarial_auroc(curves, *, clean_auroc=None, audited_epsilon=None, epsilon_unit=...) -> str
     ``curves``: ``[{"name": "FGSM", "epsilon": [0.0, 0.1, ...], "auroc": [0.97, 0.9, ...]},
     {"name": "PGD", ...}]``; an AUROC may be ``None`` (undefined at that ε).
