@@ -69,7 +69,9 @@ def test_new_library_versions_give_a_new_key(
     cache = ReferenceCache(tmp_path)
     get_reference(catalog.get("wdbc-baseline"), cache=cache)
     versions = references.library_versions()
-    monkeypatch.setattr(references, "library_versions", lambda: dict(versions, xgboost="99.0"))
+    monkeypatch.setattr(
+        references, "library_versions", lambda variant=None: dict(versions, xgboost="99.0")
+    )
     assert not get_reference(catalog.get("wdbc-baseline"), cache=cache).from_cache
 
 
