@@ -75,6 +75,14 @@ def test_new_library_versions_give_a_new_key(
     assert not get_reference(catalog.get("wdbc-baseline"), cache=cache).from_cache
 
 
+def test_only_torch_variants_key_their_references_on_torch_and_opacus(catalog: Catalog) -> None:
+    torch_keys = references.library_versions(catalog.get("wdbc-mlp-dp")).keys()
+    plain_keys = references.library_versions(catalog.get("wdbc-hard")).keys()
+    assert {"torch", "opacus"} <= torch_keys
+    assert not {"torch", "opacus"} & plain_keys
+    assert plain_keys < torch_keys
+
+
 def test_the_cache_location_follows_the_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
