@@ -3,6 +3,7 @@
     python benchmarks/bench_batch.py              # 500 submissions, both executors, -j 1 and 2
     python benchmarks/bench_batch.py -n 100       # a quicker run
     python benchmarks/bench_batch.py -n 100 --executors fork --jobs 1 2 4
+    python benchmarks/bench_batch.py --executors fork --jobs 2 --against OTHER/bin/python
 
 The reference cache is warmed once, before any clock starts, into a temporary
 directory. The submissions cycle through the kinds graders meet (the reference
@@ -18,6 +19,14 @@ The table gives submissions per second, the speed-up over -j 1 of the same
 executor and over the subprocess executor at -j 1, and whether every score JSON
 and JUnit XML equals the subprocess -j 1 run's (volatile JUnit attributes
 ``time``, ``timestamp``, ``hostname`` removed).
+
+``--against PYTHON`` compares this install with another one (an earlier
+release, a branch) instead: both run the ``clinaudit grade-many`` command of
+their own environment on the same manifest, in turn (this, other, this, ...)
+for ``--rounds`` rounds after an uncounted warm-up round that also warms each
+side's own reference cache. The table gives each side's median throughput,
+the median of the paired ratios, and whether the two installs gave every row
+the same score.
 """
 
 from __future__ import annotations
@@ -27,8 +36,11 @@ import copy
 import json
 import os
 import re
+import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -124,6 +136,91 @@ def run(
     return result.seconds, len(result.failed), result.executor, _contents(out)
 
 
+def _command_run(
+    python: Path, manifest: Path, cache: Path, out: Path, executor: str, jobs: int
+) -> float:
+    """Wall seconds of one ``clinaudit grade-many`` command of the install that owns ``python``."""
+    command = [
+        str(python.parent / "clinaudit"),
+        "grade-many",
+        str(manifest),
+        "--out",
+        str(out),
+        "--force",
+        "-q",
+        "-j",
+        str(jobs),
+        "--executor",
+        executor,
+        "--cache-dir",
+        str(cache),
+    ]
+    start = time.perf_counter()
+    subprocess.run(command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def _scores(out: Path) -> dict[str, Any]:
+    return {
+        path.name: json.loads(path.read_bytes()).get("score")
+        for path in sorted(out.glob("*.score.json"))
+    }
+
+
+def against(other: Path, n: int, executors: Sequence[str], jobs: Sequence[int], rounds: int) -> int:
+    """This install's ``grade-many`` against another install's, in turn on one manifest."""
+    this = Path(sys.executable)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="clinaudit-bench-batch-") as name:
+        scratch = Path(name)
+        _, manifest = prepare(n, scratch)
+        caches = {"this": scratch / "cache-this", "other": scratch / "cache-other"}
+        sides = {"this": this, "other": other}
+        for executor in executors:
+            for j in jobs:
+                seconds: dict[str, list[float]] = {"this": [], "other": []}
+                for round_ in range(rounds + 1):  # round 0 warms caches and is not counted
+                    for side, python in sides.items():
+                        out = scratch / f"out-{side}"
+                        took = _command_run(python, manifest, caches[side], out, executor, j)
+                        if round_:
+                            seconds[side].append(took)
+                    print(
+                        f"  {executor} -j {j} round {round_}: "
+                        + ", ".join(f"{s} {v[-1]:.1f} s" for s, v in seconds.items() if v),
+                        flush=True,
+                    )
+                ratios = [o / t for t, o in zip(seconds["this"], seconds["other"], strict=True)]
+                this_scores = _scores(scratch / "out-this")
+                other_scores = _scores(scratch / "out-other")
+                rows.append(
+                    [
+                        executor,
+                        str(j),
+                        f"{n / statistics.median(seconds['other']):.2f}",
+                        f"{n / statistics.median(seconds['this']):.2f}",
+                        f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})",
+                        f"{len(this_scores)}/{n}",
+                        "yes" if this_scores == other_scores else "NO",
+                    ]
+                )
+    print_table(
+        f"grade-many, this install vs {other}, {n} submissions, warm caches, "
+        f"median of {rounds} paired rounds",
+        [
+            "executor",
+            "-j",
+            "other submissions/s",
+            "this submissions/s",
+            "x this vs other (min-max)",
+            "score files",
+            "same scores",
+        ],
+        rows,
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=500, help="submissions (default 500)")
@@ -131,6 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--executors", nargs="+", choices=["subprocess", "fork"], default=["subprocess", "fork"]
     )
+    parser.add_argument(
+        "--against", type=Path, metavar="PYTHON", help="another install's python to compare with"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="paired rounds with --against")
     args = parser.parse_args(argv)
     bytecode = (
         "off (PYTHONDONTWRITEBYTECODE=1)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
@@ -140,6 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Python {sys.version.split()[0]}, bytecode cache {bytecode}",
         flush=True,
     )
+    if args.against is not None:
+        return against(args.against, args.n, args.executors, args.jobs, args.rounds)
     measured: dict[tuple[str, int], tuple[float, int, str]] = {}
     outputs: dict[tuple[str, int], dict[str, bytes]] = {}
     with tempfile.TemporaryDirectory(prefix="clinaudit-bench-batch-") as name:

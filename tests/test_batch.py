@@ -764,3 +764,21 @@ def test_runs_jsonl_cut_short_by_a_kill_still_gives_its_complete_lines(tmp_path:
         "0002-a": {"name": "0002-a", "graded": True},
     }
     assert read_journal(tmp_path / "nowhere") == {}
+
+
+def test_a_fork_worker_imports_every_installed_pytest_plugin_before_forking() -> None:
+    # Each session loads them; imported by each forked child instead, a plugin's
+    # distribution is assertion-rewritten from source every session.
+    script = (
+        "import sys\n"
+        "from pytest_clinaudit.batch import executor\n"
+        "executor._preload()\n"
+        "modules = executor.plugin_modules()\n"
+        "print(len(modules), [m for m in modules if m not in sys.modules])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    count, missing = result.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert int(count) >= 3  # at least this plugin, Hypothesis and xdist
+    assert missing == "[]"

@@ -373,31 +373,45 @@ def make_executor(name: str, jobs: int, env: Mapping[str, str] | None = None) ->
 # ---------------------------------------------------------------- worker side
 
 
+def plugin_modules() -> list[str]:
+    """The modules of the installed pytest11 plugins, which every session imports."""
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return []
+    from importlib import metadata
+
+    return sorted({entry.module for entry in metadata.entry_points(group="pytest11")})
+
+
 def _preload() -> list[str]:
     """Import what every session needs, so that forked children start with it loaded."""
     import pytest
 
-    # `pytest --version` imports pytest's built-in plugins and every installed
-    # pytest11 plugin, which every session loads again; here it is done once.
+    # `pytest --version` imports pytest's built-in plugins. It does not load the
+    # installed pytest11 plugins (pytest 9), which every session loads: imported by
+    # each session, a plugin's whole distribution is assertion-rewritten from source
+    # again (inspect-ai's anyio plugin alone costs about 0.55 s a session), so they
+    # are imported here, once.
     pytest.main(["--version"])
     loaded = []
-    for name in PRELOAD:
+    for name in (*plugin_modules(), *PRELOAD):
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a plugin that fails here fails in the session too
             continue
         loaded.append(name)
-    # What every session reads first, read once: the catalog of variant files and the
-    # library versions that key the reference cache (both memoized per process).
+    # What every session reads first, read once: the catalog of variant files, the
+    # library versions that key the reference cache and the hash of the invariants'
+    # code that keys their memo (all memoized per process).
     from pytest_clinaudit.catalog.references import library_versions
     from pytest_clinaudit.catalog.variants import default_catalog
-    from pytest_clinaudit.grading.invariants import MEMO_LIBRARIES
+    from pytest_clinaudit.grading.invariants import MEMO_LIBRARIES, code_fingerprint
     from pytest_clinaudit.grading.outputs import GRADING_LIBRARIES
     from pytest_clinaudit.versions import library_versions as versions_of
 
     default_catalog()
     library_versions()
     versions_of((*GRADING_LIBRARIES, *MEMO_LIBRARIES))
+    code_fingerprint()
     # Every object alive now outlives every session: move it out of the collector's
     # reach, so that the full collections pytest runs at the end of each session
     # (its unraisable-exception check) walk only what that session made, and the

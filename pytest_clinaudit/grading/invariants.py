@@ -288,7 +288,7 @@ INVARIANTS: tuple[tuple[str, Callable[[Grading], Outcome], str], ...] = (
 
 
 @functools.lru_cache(maxsize=1)
-def _code_fingerprint() -> str:
+def code_fingerprint() -> str:
     """sha256 of the code an invariant's outcome depends on: this module and the SPS and ECE."""
     from pytest_clinaudit.reference import attacks, sps
 
@@ -314,7 +314,7 @@ def _memo_payload(name: str, g: Grading) -> dict[str, Any]:
         "examples": INVARIANT_EXAMPLES,
         "params": as_dict(g.variant.params),
         "reference": hashlib.sha256(content.encode()).hexdigest(),
-        "code": _code_fingerprint(),
+        "code": code_fingerprint(),
         "libraries": library_versions(MEMO_LIBRARIES, python=True),
     }
 
