@@ -17,7 +17,7 @@ ARROW = re.compile(r"^\s*(\w+)\s*-->\s*(\w+)\s*$")
 
 def _rooms() -> dict[str, list[Path]]:
     """Room name -> its Python files: each folder of the package, each top-level module."""
-    package = REPO / PACKAGE
+    package = REPO / "src" / PACKAGE
     rooms: dict[str, list[Path]] = {}
     for path in sorted(package.rglob("*.py")):
         relative = path.relative_to(package)
@@ -81,7 +81,7 @@ def test_no_two_rooms_import_each_other() -> None:
 
 @pytest.mark.parametrize("room", sorted(set(_rooms()) - {"__main__"}))
 def test_every_room_says_what_it_is_for(room: str) -> None:
-    package = REPO / PACKAGE
+    package = REPO / "src" / PACKAGE
     opening = (
         package / room / "__init__.py"
         if (package / room).is_dir()

@@ -67,8 +67,8 @@ def test_every_package_of_the_checkout_is_listed_for_installation() -> None:
     listed = set(config["setuptools"]["packages"])
     mapped = config["setuptools"]["package-dir"]
     found = {
-        ".".join(init.parent.relative_to(REPO).parts)
-        for init in (REPO / "pytest_clinaudit").rglob("__init__.py")
+        ".".join(init.parent.relative_to(REPO / "src").parts)
+        for init in (REPO / "src" / "pytest_clinaudit").rglob("__init__.py")
     }
     found |= {package for package, directory in mapped.items() if (REPO / directory).is_dir()}
     assert found == listed, f"packages not listed: {sorted(found - listed)}"

@@ -18,7 +18,7 @@ def test_every_private_api_the_grader_uses_is_still_there() -> None:
     gone = pytest_internals.missing()
     assert not gone, (
         f"with {_versions()}, these private APIs moved: {'; '.join(gone)}. "
-        "See pytest_clinaudit/grading/pytest_internals.py for what each buys and how it degrades."
+        "See src/pytest_clinaudit/grading/pytest_internals.py for what each buys and how it degrades."
     )
 
 

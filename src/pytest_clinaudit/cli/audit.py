@@ -31,9 +31,10 @@ def register(sub: Any) -> None:
     audit = sub.add_parser(
         "audit",
         help="compute a reference report",
-        description="Audit a variant's model (--variant) or your own pickled model "
-        "(--model/--train/--test/--label). Your own pickle is loaded only because you name it, "
-        "and unpickling runs its code: audit only files you trust.",
+        description="Audit a variant's model (--variant) or your own model "
+        "(--model/--train/--test/--label). Your own model file is loaded only because you name "
+        "it, and loading a pickle (or a torch program that needs pickle) runs its code: audit "
+        "only files you trust.",
     )
     add_common_options(audit)
     audit.add_argument("--variant", metavar="NAME", help="variant name or alias")
@@ -44,7 +45,13 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="also write the own-model audit as one self-contained page (needs the html extra)",
     )
-    audit.add_argument("--model", type=Path, metavar="FILE", help="your pickled classifier")
+    audit.add_argument(
+        "--model",
+        type=Path,
+        metavar="FILE",
+        help="your classifier: a pickle with predict_proba, an XGBoost booster "
+        "(.json/.ubj) or a torch exported program (.pt2)",
+    )
     audit.add_argument("--train", type=Path, metavar="CSV", help="training CSV (header row)")
     audit.add_argument("--test", type=Path, metavar="CSV", help="test CSV (same columns)")
     audit.add_argument("--label", metavar="COLUMN", help="label column (0/1, 1 = adverse outcome)")

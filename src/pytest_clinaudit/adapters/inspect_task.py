@@ -1,6 +1,6 @@
 """Inspect AI adapter (optional extra ``pytest-clinaudit[inspect]``).
 
-    inspect eval pytest_clinaudit/inspect_task.py -T variants=wdbc-hard --model ...
+    inspect eval src/pytest_clinaudit/adapters/inspect_task.py -T variants=wdbc-hard --model ...
 
 One sample per variant. Its files are the agent workspace (``model.pkl``,
 ``train.csv``, ``test.csv``, ``task.md``), laid out in the sample's sandbox;

@@ -10,14 +10,10 @@ installed, and then the family offers the neural-network tasks), and
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
 import tempfile
-import urllib.parse
-import urllib.request
-from importlib import metadata
 from pathlib import Path
 
 from pytest_clinaudit.versions import NOT_INSTALLED, library_versions
@@ -40,28 +36,24 @@ TORCH_PINNED = ("torch", "opacus")
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
-DISTRIBUTION = "pytest-clinaudit"
-
-
 def _copy_package(destination: Path) -> None:
     """Vendor pytest_clinaudit as pip installs it, so the family runs exactly this grader.
 
-    A regular install lists its files in the distribution's RECORD; they are
-    copied as installed. An editable install lists none (its modules stay in
-    the checkout, some mapped into the package by pyproject.toml), so the
-    checkout is installed into a scratch directory by pip and copied from there:
-    pyproject.toml stays the only place that maps ``reference/`` and
-    ``variants/`` into the package.
+    An installed package is complete (pyproject.toml maps ``reference/`` and
+    ``variants/`` into it) and is copied as it is. An editable install imports
+    the checkout's ``src/pytest_clinaudit``, which holds neither, so the
+    checkout is installed into a scratch directory by pip and copied from
+    there: pyproject.toml stays the only place that maps them.
     """
-    dist = metadata.distribution(DISTRIBUTION)
-    source = _editable_source(dist)
-    if source is None:
-        for file in dist.files or ():
-            if file.parts[0] == "pytest_clinaudit" and file.suffix != ".pyc":
-                target = destination / file
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(Path(str(file.locate())), target)
+    import pytest_clinaudit
+
+    package = Path(pytest_clinaudit.__file__).parent
+    if (package / "reference" / "__init__.py").is_file():
+        _copy_tree(package, destination / "pytest_clinaudit")
         return
+    checkout = package.parents[1]
+    if not (checkout / "pyproject.toml").is_file():
+        raise RuntimeError(f"{package} lacks reference/ and is not in a checkout to install")
     with tempfile.TemporaryDirectory(prefix="clinaudit-vendor-") as scratch:
         subprocess.run(
             [
@@ -73,27 +65,20 @@ def _copy_package(destination: Path) -> None:
                 "--no-deps",
                 "--target",
                 scratch,
-                str(source),
+                str(checkout),
             ],
             check=True,
         )
-        shutil.copytree(
-            Path(scratch, "pytest_clinaudit"),
-            destination / "pytest_clinaudit",
-            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-            dirs_exist_ok=True,
-        )
+        _copy_tree(Path(scratch, "pytest_clinaudit"), destination / "pytest_clinaudit")
 
 
-def _editable_source(dist: metadata.Distribution) -> Path | None:
-    """The checkout of an editable install (PEP 610 ``direct_url.json``), else ``None``."""
-    text = dist.read_text("direct_url.json")
-    if not text:
-        return None
-    record = json.loads(text)
-    if not record.get("dir_info", {}).get("editable"):
-        return None
-    return Path(urllib.request.url2pathname(urllib.parse.urlparse(record["url"]).path))
+def _copy_tree(source: Path, target: Path) -> None:
+    shutil.copytree(
+        source,
+        target,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+        dirs_exist_ok=True,
+    )
 
 
 def export_metr(out: Path) -> Path:
