@@ -55,10 +55,11 @@ def pytest_configure(config: pytest.Config) -> None:
         if resolved is None:
             return
         from pytest_clinaudit.grading import pytest_internals
-        from pytest_clinaudit.grading.session import GradingSession
 
+        # Before importing anything else: what is imported while marked is rewritten.
         pytest_internals.stop_rewriting(config, _NOT_REWRITTEN)
         pytest_internals.show_node_ids_as_they_are(config)
+        from pytest_clinaudit.grading.session import GradingSession
 
         reporter = config.pluginmanager.get_plugin("terminalreporter")
 
