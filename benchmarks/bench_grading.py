@@ -19,7 +19,7 @@ Tables
    against the 50 ms target. Plus ``python -X importtime`` of the plugin module.
 
 A grading session imports Hypothesis and this package without assertion
-rewriting (see ``plugin._stop_rewriting_libraries``); before that, with
+rewriting (see ``grading.pytest_internals.stop_rewriting``); before that, with
 ``PYTHONDONTWRITEBYTECODE=1`` every session rewrote Hypothesis from source
 (1.7-2.0 s a session). The tables say which bytecode mode was measured, and
 ``--bytecode both`` measures the two side by side. Other installed pytest
