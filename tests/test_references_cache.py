@@ -68,16 +68,16 @@ def test_new_library_versions_give_a_new_key(
 ) -> None:
     cache = ReferenceCache(tmp_path)
     get_reference(catalog.get("wdbc-baseline"), cache=cache)
-    versions = references.library_versions()
+    versions = references.reference_libraries()
     monkeypatch.setattr(
-        references, "library_versions", lambda variant=None: dict(versions, xgboost="99.0")
+        references, "reference_libraries", lambda variant=None: dict(versions, xgboost="99.0")
     )
     assert not get_reference(catalog.get("wdbc-baseline"), cache=cache).from_cache
 
 
 def test_only_torch_variants_key_their_references_on_torch_and_opacus(catalog: Catalog) -> None:
-    torch_keys = references.library_versions(catalog.get("wdbc-mlp-dp")).keys()
-    plain_keys = references.library_versions(catalog.get("wdbc-hard")).keys()
+    torch_keys = references.reference_libraries(catalog.get("wdbc-mlp-dp")).keys()
+    plain_keys = references.reference_libraries(catalog.get("wdbc-hard")).keys()
     assert {"torch", "opacus"} <= torch_keys
     assert not {"torch", "opacus"} & plain_keys
     assert plain_keys < torch_keys

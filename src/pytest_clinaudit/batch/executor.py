@@ -402,15 +402,15 @@ def _preload() -> list[str]:
     # What every session reads first, read once: the catalog of variant files, the
     # library versions that key the reference cache and the hash of the invariants'
     # code that keys their memo (all memoized per process).
-    from pytest_clinaudit.catalog.references import library_versions
+    from pytest_clinaudit.catalog.references import reference_libraries
     from pytest_clinaudit.catalog.variants import default_catalog
     from pytest_clinaudit.grading.invariants import MEMO_LIBRARIES, code_fingerprint
     from pytest_clinaudit.grading.outputs import GRADING_LIBRARIES
-    from pytest_clinaudit.versions import library_versions as versions_of
+    from pytest_clinaudit.versions import library_versions
 
     default_catalog()
-    library_versions()
-    versions_of((*GRADING_LIBRARIES, *MEMO_LIBRARIES))
+    reference_libraries()
+    library_versions((*GRADING_LIBRARIES, *MEMO_LIBRARIES))
     code_fingerprint()
     # Every object alive now outlives every session: move it out of the collector's
     # reach, so that the full collections pytest runs at the end of each session

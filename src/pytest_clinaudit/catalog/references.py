@@ -57,7 +57,7 @@ def is_torch(variant: Variant) -> bool:
     return isinstance(variant.model, MLPRecipe)
 
 
-def library_versions(variant: Variant | None = None) -> dict[str, str]:
+def reference_libraries(variant: Variant | None = None) -> dict[str, str]:
     """Versions of everything that can move a reference, without importing it."""
     torch = variant is not None and is_torch(variant)
     return versions.library_versions(LIBRARIES + (TORCH_LIBRARIES if torch else ()), python=True)
@@ -196,7 +196,7 @@ def audit_artifact(
     """
     from pytest_clinaudit.reference.audit import audit
 
-    libraries = libraries or library_versions()
+    libraries = libraries or reference_libraries()
     payload = _reference_payload(artifact.sha256, data.sha256, params, libraries)
     key = cache_key(payload)
     with cache.lock(key):
@@ -253,7 +253,7 @@ def build_reference(
     Recording the build lets later :func:`get_reference` calls skip building.
     """
     context = context or variant.context
-    libraries = library_versions(variant)
+    libraries = reference_libraries(variant)
     build_payload = _build_payload(variant, context, libraries)
     built = build_artifact(variant, context, progress=progress)
     artifact, data = built.artifact, built.data
@@ -291,7 +291,7 @@ def get_reference(
     """
     cache = cache if cache is not None else ReferenceCache.default()
     context = context or variant.context
-    libraries = library_versions(variant)
+    libraries = reference_libraries(variant)
     build_key = cache_key(_build_payload(variant, context, libraries))
 
     def cached_reference() -> Reference | None:
