@@ -188,6 +188,20 @@ def audit(
     walk_rows: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     f = fgsm(model, X_train, y_train, X_test, y_test, params)
+    return _audit_with(f, model, X_train, y_train, X_test, y_test, params, walk_rows)
+
+
+def _audit_with(
+    f: dict[str, Any],
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    y_test: Any,
+    params: AuditParams,
+    walk_rows: Sequence[int] | None,
+) -> dict[str, Any]:
+    """§3.2-3.4 on ``model`` and the SPS (§4), given the FGSM result ``f``."""
     m = membership(model, X_train, y_train, X_test, params)
     c = calibration(model, X_test, y_test, params)
     b = boundary(model, X_test, params, walk_rows)
@@ -381,14 +395,4 @@ def audit_white_box(
 ) -> dict[str, Any]:
     """SPEC §7: white-box FGSM, then §3.2-3.4 with the program's p and pred."""
     f = fgsm_white_box(model, X_train, X_test, y_test, params)
-    m = membership(model, X_train, y_train, X_test, params)
-    c = calibration(model, X_test, y_test, params)
-    b = boundary(model, X_test, params, walk_rows)
-    w = params.weights
-    sps = 100 * (
-        w.fgsm_robustness * f["score"]
-        + w.membership_inference_resistance * m["score"]
-        + w.calibration_ece * c["score"]
-        + w.boundary_attack_resistance * b["score"]
-    )
-    return {"fgsm": f, "membership": m, "calibration": c, "boundary": b, "sps": sps}
+    return _audit_with(f, model, X_train, y_train, X_test, y_test, params, walk_rows)
