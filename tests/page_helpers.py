@@ -1,12 +1,38 @@
-"""Helpers of the page tests: hostile runs, and reading the tables back out of a page."""
+"""Helpers of the page tests: the browser, hostile runs, and reading a page's tables back.
+
+``tools/page_screenshots.py`` launches Chromium through :func:`launch_chromium` too.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
+
+CHROMIUM = os.environ.get("CLINAUDIT_CHROMIUM", "/usr/bin/chromium")
+"""Debian's chromium, or the binary ``$CLINAUDIT_CHROMIUM`` names."""
+# Without the background-networking flags Chromium phones home at start-up, which a
+# closed network refuses; --headless and --no-sandbox let it run as root in CI.
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+def launch_chromium(playwright: Any) -> Any:
+    """Headless :data:`CHROMIUM`; Playwright gives every launch a new temporary profile."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_FLAGS))
+
 
 HOSTILE = "<script>window.__pwned=1</script>"
 """A metadata value an untrusted run could write; a page must show it as text."""

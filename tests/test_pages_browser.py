@@ -22,25 +22,11 @@ from typing import Any
 
 import pytest
 from grading_helpers import grading_args, reference_report, write_json
-from page_helpers import HOSTILE, add_hostile_runs
+from page_helpers import CHROMIUM, HOSTILE, add_hostile_runs, launch_chromium
 
 from pytest_clinaudit.cli import main
 from pytest_clinaudit.pages.audit_page import write_audit_page
 from pytest_clinaudit.pages.example import example_audit_context
-
-CHROMIUM = os.environ.get("CLINAUDIT_CHROMIUM", "/usr/bin/chromium")
-# Without the background-networking flags Chromium phones home at start-up, which a
-# closed network refuses; --headless and --no-sandbox let it run as root in CI.
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
 
 
 def _unavailable(reason: str) -> None:
@@ -59,8 +45,7 @@ def browser() -> Iterator[Any]:
     if shutil.which(CHROMIUM) is None:
         _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     with sync_playwright() as playwright:
-        # Playwright gives every launch a new temporary user-data directory.
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_FLAGS))
+        launched = launch_chromium(playwright)
         yield launched
         launched.close()
 

@@ -28,19 +28,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("CLINAUDIT_CHROMIUM", "/usr/bin/chromium")
-# The browser tests use the same flags: background networking off, or a closed
-# network refuses Chromium's start-up connections.
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
 VARIANTS = ("wdbc-baseline", "wdbc-calibrated", "wdbc-hard")
 # (agent, chance of each kind of submission): a careful agent, a hasty one, a weak baseline.
 AGENTS = {
@@ -130,8 +117,11 @@ def screenshot(pages: dict[Path, Path]) -> None:
     from PIL import Image
     from playwright.sync_api import sync_playwright
 
+    sys.path.insert(0, str(ROOT / "tests"))  # the browser tests' launch, flags and all
+    from page_helpers import launch_chromium
+
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_FLAGS))
+        browser = launch_chromium(playwright)
         for page_file, png in pages.items():
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(page_file.resolve().as_uri(), wait_until="load")
