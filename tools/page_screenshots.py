@@ -143,6 +143,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keep", type=Path, help="also copy the two HTML pages here")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="clinaudit-pages-") as temporary:
         work = Path(temporary)
         cache = Path(os.environ.get("CLINAUDIT_CACHE_DIR") or work / "cache")
