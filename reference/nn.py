@@ -211,6 +211,19 @@ class TrainingRecord:
 
 
 @contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """One intra-op thread (training, export and evaluation alike), restored on exit."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@contextlib.contextmanager
 def pinned_torch(seed: int) -> Iterator[torch.Generator]:
     """One intra-op thread, deterministic algorithms, a forked global RNG seeded
     with ``seed``; yields a generator seeded with ``seed`` for explicit draws.
@@ -221,31 +234,15 @@ def pinned_torch(seed: int) -> Iterator[torch.Generator]:
     """
     import torch
 
-    threads = torch.get_num_threads()
     deterministic = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     try:
-        with torch.random.fork_rng(devices=[]):
+        with one_thread(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             yield torch.Generator().manual_seed(seed)
     finally:
-        torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """One intra-op thread for evaluation (SPEC §7.1), restored on exit."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 # ------------------------------------------------------------------------ model
@@ -418,7 +415,6 @@ def _train_private(
         max_grad_norm=dp.max_grad_norm,
         noise_generator=generator,
     )
-    steps, last = 0, math.nan
     with warnings.catch_warnings():
         # Opacus collects per-example gradients with full backward hooks; torch
         # warns that they fire although the inputs need no gradient. They need
