@@ -177,12 +177,9 @@ def attack_result(
     """AUC, low-FPR points and plot curve of any per-row membership scores."""
     import numpy as np
 
-    members = np.asarray(member_scores, dtype=np.float64)
-    nonmembers = np.asarray(nonmember_scores, dtype=np.float64)
-    if members.ndim != 1 or nonmembers.ndim != 1 or not members.size or not nonmembers.size:
-        raise ValueError("membership scores need at least one member and one non-member")
-    if not (np.isfinite(members).all() and np.isfinite(nonmembers).all()):
-        raise ValueError("membership scores must be finite")
+    if np.ndim(member_scores) != 1 or np.ndim(nonmember_scores) != 1:
+        raise ValueError("membership scores must be one-dimensional, one score per row")
+    members, nonmembers = _checked_scores(member_scores, nonmember_scores)
     fpr, tpr = _roc(members, nonmembers)
     plot_fpr, plot_tpr = _plot_points(fpr, tpr, len(nonmembers))
     return MembershipAttack(
@@ -224,20 +221,19 @@ def loss_threshold_attack(
     )
 
 
-def _scores_and_truth(member: Any, nonmember: Any) -> tuple[FloatArray, FloatArray]:
+def _checked_scores(member: Any, nonmember: Any) -> tuple[FloatArray, FloatArray]:
+    """Members' and non-members' scores as flat float64 arrays: at least one each, finite."""
     import numpy as np
 
-    member = np.asarray(member, dtype=np.float64).ravel()
-    nonmember = np.asarray(nonmember, dtype=np.float64).ravel()
-    if not len(member) or not len(nonmember):
+    members = np.asarray(member, dtype=np.float64).ravel()
+    nonmembers = np.asarray(nonmember, dtype=np.float64).ravel()
+    if not len(members) or not len(nonmembers):
         raise ValueError(
-            f"need members and non-members, got {len(member)} and {len(nonmember)} scores"
+            f"need members and non-members, got {len(members)} and {len(nonmembers)} scores"
         )
-    if not (np.isfinite(member).all() and np.isfinite(nonmember).all()):
+    if not (np.isfinite(members).all() and np.isfinite(nonmembers).all()):
         raise ValueError("attack scores must be finite")
-    scores = np.concatenate([member, nonmember])
-    truth = np.concatenate([np.ones(len(member)), np.zeros(len(nonmember))])
-    return scores, truth
+    return members, nonmembers
 
 
 def attack_auc(member_scores: Any, nonmember_scores: Any) -> float:
@@ -245,9 +241,7 @@ def attack_auc(member_scores: Any, nonmember_scores: Any) -> float:
 
     Tied scores count one half, so it equals ``sklearn.metrics.roc_auc_score``.
     """
-
-    scores, truth = _scores_and_truth(member_scores, nonmember_scores)
-    return _auc(*_roc(scores[truth == 1], scores[truth == 0]))
+    return _auc(*_roc(*_checked_scores(member_scores, nonmember_scores)))
 
 
 def tpr_at_fpr(member_scores: Any, nonmember_scores: Any, fpr: float) -> float:
@@ -261,8 +255,7 @@ def tpr_at_fpr(member_scores: Any, nonmember_scores: Any, fpr: float) -> float:
     """
     if not 0.0 <= fpr <= 1.0:
         raise ValueError(f"fpr must lie in [0, 1], got {fpr}")
-    scores, truth = _scores_and_truth(member_scores, nonmember_scores)
-    fprs, tprs = _roc(scores[truth == 1], scores[truth == 0])
+    fprs, tprs = _roc(*_checked_scores(member_scores, nonmember_scores))
     return float(tprs[fprs <= fpr + 1e-12].max())
 
 
