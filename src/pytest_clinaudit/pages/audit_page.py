@@ -61,13 +61,13 @@ caveats : list of str, optional
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_clinaudit.batch.tables import COMPONENT_LABELS
+from pytest_clinaudit.pages.figures import finite
 from pytest_clinaudit.pages.render import render, write_page
 from pytest_clinaudit.reference.params import COMPONENTS
 from pytest_clinaudit.versions import installed_version
@@ -160,23 +160,13 @@ def check_context(context: Mapping[str, Any]) -> None:
         )
 
 
-def _number(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _fixed(value: Any, digits: int = 3) -> str:
-    number = _number(value)
+    number = finite(value)
     return "-" if number is None else f"{number:.{digits}f}"
 
 
 def _percent(value: Any, digits: int = 1) -> str:
-    number = _number(value)
+    number = finite(value)
     return "-" if number is None else f"{100 * number:.{digits}f}%"
 
 
@@ -204,7 +194,7 @@ def _flatten(parameters: Mapping[str, Any], prefix: str = "") -> list[tuple[str,
 
 def _interval_bar(point: Any, low: Any, high: Any, scale: float) -> dict[str, str] | None:
     """Positions (percent of the bar) of an interval and its point on [0, scale]."""
-    values = [_number(point), _number(low), _number(high)]
+    values = [finite(point), finite(low), finite(high)]
     if any(v is None for v in values):
         return None
     p, lo, hi = (min(100.0, max(0.0, 100.0 * v / scale)) for v in values if v is not None)
@@ -224,8 +214,8 @@ def _components(context: Mapping[str, Any]) -> list[dict[str, Any]]:
     found = []
     for name in COMPONENTS:
         interval = intervals.get(name, {})
-        point = _number(interval.get("point"))
-        weight = _number(weights.get(name))
+        point = finite(interval.get("point"))
+        weight = finite(weights.get(name))
         found.append(
             {
                 "label": COMPONENT_LABELS[name],
@@ -247,11 +237,11 @@ def _components(context: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _verdict(context: Mapping[str, Any]) -> dict[str, Any]:
     u = context["uncertainty"]
     thresholds = context["thresholds"]
-    change = _number(u["verdict_change_probability"])
+    change = finite(u["verdict_change_probability"])
     distribution = [
         {
             "verdict": str(name),
-            "share": _number(share) or 0.0,
+            "share": finite(share) or 0.0,
             "percent": _percent(share),
             "class": verdict_class(str(name)),
         }

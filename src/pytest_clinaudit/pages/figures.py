@@ -144,10 +144,14 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "undefined" if value is None else f"{value:.{digits}f}"
 
 
-def _finite(value: Any) -> float | None:
+def finite(value: Any) -> float | None:
+    """``value`` as a finite float; ``None`` when missing, boolean, not a number or not finite."""
     if value is None or isinstance(value, bool):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
     return number if math.isfinite(number) else None
 
 
@@ -263,12 +267,12 @@ def membership_roc(attacks: Sequence[Mapping[str, Any]], *, name: str = "members
             # A TPR of 0 sits below a log axis; draw it on the axis floor instead.
             fpr = [f for f, _ in pairs]
             tpr = [max(t, floor) for _, t in pairs]
-            auc = _finite(attack.get("auc"))
+            auc = finite(attack.get("auc"))
             label = f"{attack['name']} (AUC {_fmt(auc)})"
             axes.step(fpr, tpr, where="post", color=colour, linewidth=1.8, label=label)
             marked = []
             for point in attack.get("low_fpr", ()):
-                tpr_at = _finite(point.get("tpr"))
+                tpr_at = finite(point.get("tpr"))
                 if point.get("estimable") and tpr_at is not None:
                     axes.plot(
                         [float(point["fpr"])],
@@ -322,11 +326,11 @@ def adversarial_auroc(
         figure = _new_figure(6.0, 4.4)
         axes = figure.add_subplot()
         axes.axhline(0.5, color="#bbbbbb", linestyle=":", linewidth=1.0, label="chance (0.5)")
-        clean = _finite(clean_auroc)
+        clean = finite(clean_auroc)
         if clean is not None:
             axes.axhline(clean, label=f"no attack ({clean:.3f})", **_REFERENCE_LINE)
             lowest = min(lowest, clean)
-        audited = _finite(audited_epsilon)
+        audited = finite(audited_epsilon)
         if audited is not None:
             axes.axvline(audited, color="#444444", linewidth=1.0, linestyle="-.")
             axes.annotate(
@@ -343,7 +347,7 @@ def adversarial_auroc(
             points = [
                 (float(e), value)
                 for e, a in zip(curve["epsilon"], curve["auroc"], strict=True)
-                if (value := _finite(a)) is not None
+                if (value := finite(a)) is not None
             ]
             if not points:
                 parts.append(f"{curve['name']}: no defined AUROC.")
@@ -387,10 +391,10 @@ def boundary_histogram(
     import numpy as np
 
     distances = np.array(
-        [d for d in (_finite(x) for x in summary.get("distances", ())) if d is not None]
+        [d for d in (finite(x) for x in summary.get("distances", ())) if d is not None]
     )
     n_rows = int(summary.get("n_rows", len(summary.get("distances", ()))))
-    median = _finite(summary.get("median"))
+    median = finite(summary.get("median"))
     with _style():
         figure = _new_figure(6.0, 4.0)
         axes = figure.add_subplot()
@@ -430,7 +434,7 @@ def score_heatmap(rows: Sequence[Mapping[str, Any]], *, name: str = "score-heatm
     with _style():
         figure = score_heatmap_figure(rows)
     cells = [
-        f"{r['agent']} on {r['variant']}: {_fmt(_finite(r['mean_score']))} over {r['runs']} runs"
+        f"{r['agent']} on {r['variant']}: {_fmt(finite(r['mean_score']))} over {r['runs']} runs"
         for r in rows
     ]
     return svg_of(
@@ -454,7 +458,7 @@ def batch_figure(kind: str, rows: Sequence[Mapping[str, Any]]) -> str:
         with _style():
             figure = sps_error_figure(rows)
         cells = [
-            f"{r['agent']} on {r['variant']}: mean error {_fmt(_finite(r['sps_error_mean']), 2)}"
+            f"{r['agent']} on {r['variant']}: mean error {_fmt(finite(r['sps_error_mean']), 2)}"
             f" over {r['sps_runs']} runs with a numeric SPS"
             for r in rows
         ]
