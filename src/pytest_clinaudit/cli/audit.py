@@ -22,12 +22,11 @@ from pytest_clinaudit.cli.common import (
     positive_int,
     progress_printer,
 )
-
-OWN_DATA = "own-data"
-"""The profile name an own-data report carries (``reference.own_data.PROFILE``)."""
+from pytest_clinaudit.reference.own_data import PROFILE, OwnDataParams
 
 
 def register(sub: Any) -> None:
+    defaults = OwnDataParams()
     audit = sub.add_parser(
         "audit",
         help="compute a reference report",
@@ -71,33 +70,28 @@ def register(sub: Any) -> None:
     own.add_argument(
         "--epsilon",
         type=non_negative,
-        default=OwnDataDefaults.epsilon,
+        default=defaults.epsilon,
         metavar="STD",
         help=f"FGSM budget per feature in training standard deviations "
-        f"(default {OwnDataDefaults.epsilon:g})",
+        f"(default {defaults.epsilon:g})",
     )
     own.add_argument(
-        "--seed", type=int, default=OwnDataDefaults.seed, help="seed of every draw (default 42)"
+        "--seed",
+        type=int,
+        default=defaults.seed,
+        help=f"seed of every draw (default {defaults.seed})",
     )
     own.add_argument(
         "--bootstrap",
         type=positive_int,
-        default=OwnDataDefaults.n_boot,
+        default=defaults.n_boot,
         metavar="N",
-        help=f"bootstrap replicates of the intervals (default {OwnDataDefaults.n_boot})",
+        help=f"bootstrap replicates of the intervals (default {defaults.n_boot})",
     )
     own.add_argument(
         "--no-lira", action="store_true", help="skip LiRA (it refits the model four times)"
     )
     audit.set_defaults(handler=_cmd_audit)
-
-
-class OwnDataDefaults:
-    """The own-data profile's defaults shown in --help, without importing NumPy for it."""
-
-    epsilon = 0.1
-    seed = 42
-    n_boot = 1000
 
 
 def format_summary(title: str, report: dict[str, Any]) -> str:
@@ -195,7 +189,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         except PagesUnavailable as exc:
             print(f"clinaudit audit: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    if report.get("profile") == OWN_DATA:
+    if report.get("profile") == PROFILE:
         from pytest_clinaudit.owner.summary import format_own_audit
 
         print(format_own_audit(title, report))
@@ -227,8 +221,6 @@ def _audit_own_model(
     files = {"train": args.train, "test": args.test, "label": args.label}
     if args.params is None:
         import dataclasses
-
-        from pytest_clinaudit.reference.own_data import OwnDataParams
 
         defaults = OwnDataParams()
         params = dataclasses.replace(
