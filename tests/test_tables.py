@@ -25,7 +25,7 @@ from batch_helpers import (
 )
 from grading_helpers import reference_report
 
-from pytest_clinaudit.batch.tables import ReportError, build_report
+from pytest_clinaudit.batch.tables import ReportError, read_report, write_report
 from pytest_clinaudit.cli import main
 
 CATEGORIES = (
@@ -44,7 +44,7 @@ CATEGORIES = (
 def report(graded_batch: GradedBatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report")
     warnings: list[str] = []
-    build_report(graded_batch.out, out, warn=warnings.append)
+    write_report(read_report(graded_batch.out, warnings.append), out, warn=warnings.append)
     assert warnings == []
     return out
 
@@ -390,7 +390,7 @@ def test_xml_files_that_are_not_grading_runs_are_skipped_with_a_warning(
 def test_a_directory_of_xml_without_any_grading_run_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "plain.xml").write_text("<testsuites/>", encoding="utf-8")
     with pytest.raises(ReportError, match="none of the 1 XML file"):
-        build_report(tmp_path, tmp_path / "r")
+        read_report(tmp_path)
 
 
 def test_runs_graded_with_different_profiles_are_reported_with_a_warning(
@@ -405,7 +405,8 @@ def test_runs_graded_with_different_profiles_are_reported_with_a_warning(
         text.replace(marker, marker.replace("strict", "metr")), encoding="utf-8"
     )
     warnings: list[str] = []
-    build_report(tmp_path, tmp_path / "r", plots=False, warn=warnings.append)
+    report = read_report(tmp_path, warnings.append)
+    write_report(report, tmp_path / "r", plots=False, warn=warnings.append)
     assert warnings == [
         "runs were graded with different profiles (metr: 1, strict: 1); "
         "their scores are not comparable"

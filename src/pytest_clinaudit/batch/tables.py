@@ -526,25 +526,6 @@ def make_report(directory: Path, warn: Warn) -> Report:
     return Report(source=directory, runs=tuple(runs), files=files, tables=tables)
 
 
-def build_report(
-    directory: Path, out: Path, *, plots: bool = True, warn: Warn = lambda _m: None
-) -> tuple[list[Path], str]:
-    """Write report.md, report.json, one CSV per table and (``plots``) the PNG plots.
-
-    Returns
-    -------
-    written, summary
-        The files written, and Table 1 as Markdown (what the command prints).
-
-    Raises
-    ------
-    ReportError
-        No runs to report on, or junitparser is not installed.
-    """
-    report = read_report(directory, warn)
-    return write_report(report, out, plots=plots, warn=warn), report.tables[0].markdown()
-
-
 def read_report(directory: Path, warn: Warn = lambda _m: None) -> Report:
     """:func:`make_report`, with a message that says how to install junitparser if it is missing.
 
