@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
 
-ARTIFACT_NAME = "model.pt2"
-"""File name of the artifact in a workspace (SPEC §7.1)."""
-
 Activation = Literal["relu", "tanh"]
 Optimizer = Literal["adam", "sgd"]
 Accountant = Literal["prv", "rdp"]

@@ -61,9 +61,7 @@ def parameters_toml(variant: Variant) -> str:
 
 def model_name(variant: Variant) -> str:
     """The model's file in the workspace: a pickle, or a torch exported program (SPEC §7.1)."""
-    from pytest_clinaudit.reference.nn import MLPRecipe
-
-    return TORCH_MODEL_NAME if isinstance(variant.model, MLPRecipe) else MODEL_NAME
+    return TORCH_MODEL_NAME if variant.is_torch else MODEL_NAME
 
 
 def _g(value: float) -> str:

@@ -52,20 +52,15 @@ def quiet(_: str) -> None:
     """A progress callback that says nothing."""
 
 
-def is_torch(variant: Variant) -> bool:
-    """Whether the variant's model is a torch MLP (``model.pt2``)."""
-    return isinstance(variant.model, MLPRecipe)
-
-
 def reference_libraries(variant: Variant | None = None) -> dict[str, str]:
     """Versions of everything that can move a reference, without importing it."""
-    torch = variant is not None and is_torch(variant)
+    torch = variant is not None and variant.is_torch
     return versions.library_versions(LIBRARIES + (TORCH_LIBRARIES if torch else ()), python=True)
 
 
 def require_torch(variant: Variant) -> None:
     """A torch variant without torch installed is a usage error naming the extra."""
-    if not is_torch(variant):
+    if not variant.is_torch:
         return
     try:
         import torch  # noqa: F401 - building the variant imports it anyway

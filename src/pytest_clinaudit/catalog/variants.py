@@ -87,6 +87,11 @@ class Variant:
     path: Path
 
     @property
+    def is_torch(self) -> bool:
+        """Whether the model is a torch MLP, handed out as ``model.pt2`` (SPEC §7)."""
+        return isinstance(self.model, MLPRecipe)
+
+    @property
     def context(self) -> LoadContext:
         return LoadContext(base_dir=self.path.parent)
 
