@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from .sampling import FeatureScale
+
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
 
@@ -108,6 +110,15 @@ class Budget:
     low: FloatArray | None = None
     high: FloatArray | None = None
 
+    @classmethod
+    def of(cls, epsilon: float, scale: FeatureScale, *, std_units: bool, clip: bool) -> Budget:
+        """``epsilon`` per feature, in training stds (``std_units``) or raw units, with the
+        training range of ``scale`` as clipping box when ``clip``."""
+        import numpy as np
+
+        step = epsilon * scale.std if std_units else np.full(len(scale.std), epsilon)
+        return cls(step, scale.low, scale.high) if clip else cls(step)
+
     def clip(self, X: FloatArray) -> FloatArray:
         """``X`` clipped to the training range, or ``X`` itself without one."""
         import numpy as np
@@ -133,15 +144,12 @@ def fgsm_budget(params: FGSMParams, X_train: FloatArray) -> Budget:
     X_train = np.asarray(X_train, dtype=np.float64)
     if not len(X_train):
         return Budget(np.full(X_train.shape[1], params.epsilon))
-    scale = training_scale(X_train)
-    step = (
-        params.epsilon * scale.std
-        if params.in_std_units
-        else np.full(len(scale.std), params.epsilon)
+    return Budget.of(
+        params.epsilon,
+        training_scale(X_train),
+        std_units=params.in_std_units,
+        clip=params.clipped,
     )
-    if params.clipped:
-        return Budget(step, scale.low, scale.high)
-    return Budget(step)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from .data import Dataset
     from .lira import FitShadow
     from .models import AuditedModel
-    from .sampling import FeatureScale
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
@@ -182,14 +181,6 @@ class _StandardizedModel:
 
     def predict(self, Z: FloatArray) -> IntArray:
         return self.model.predict(Z * self.std)
-
-
-def _budget(epsilon: float, scale: FeatureScale, clip: bool) -> Budget:
-    """``epsilon`` training stds per feature, clipped to the training range if ``clip``."""
-    from .attacks import Budget
-
-    step = epsilon * scale.std
-    return Budget(step, scale.low, scale.high) if clip else Budget(step)
 
 
 def _white_box_curves(
@@ -325,7 +316,7 @@ def audit_own_data(
         params.surrogate, X_train[surrogate_rows], y_train[surrogate_rows]
     )
     epsilons = tuple(dict.fromkeys((params.epsilon, *params.curve_epsilons)))
-    budgets = [_budget(e, scale, params.clip) for e in epsilons]
+    budgets = [attacks.Budget.of(e, scale, std_units=True, clip=params.clip) for e in epsilons]
     adversarial = [
         b.clip(attacks.fgsm_perturb(X_test[fgsm_rows], y_test[fgsm_rows], b.step, sign))
         for b in budgets
