@@ -37,8 +37,8 @@ BUILD_AND_AUDIT = """
 import json, sys, time
 start = time.perf_counter()
 from pytest_clinaudit.catalog.variants import default_catalog
-from pytest_clinaudit.reference.audit import audit
-from pytest_clinaudit.reference.nn import build_mlp
+from pytest_clinaudit.reference.attacks.audit import audit
+from pytest_clinaudit.reference.models.program import build_mlp
 catalog = default_catalog()
 stages = {}
 for name in sys.argv[1:]:

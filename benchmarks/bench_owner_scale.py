@@ -37,7 +37,7 @@ def _prepare(n_rows: int, directory: Path) -> tuple[Path, Path, Path]:
     import numpy as np
     from xgboost import XGBClassifier
 
-    from pytest_clinaudit.reference.icu import LABEL, generate_icu_cohort
+    from pytest_clinaudit.reference.data.icu import LABEL, generate_icu_cohort
 
     n_train = round(n_rows * TRAIN_SHARE)
     data = generate_icu_cohort(seed=42, n_train=n_train, n_test=n_rows - n_train).dataset

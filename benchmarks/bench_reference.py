@@ -38,7 +38,7 @@ WDBC = "wdbc-baseline,wdbc-calibrated,wdbc-hard"
 
 def _load(name: str) -> tuple[Any, Any, Any]:
     from pytest_clinaudit.catalog.variants import default_catalog
-    from pytest_clinaudit.reference.recipes import Artifact, build_model
+    from pytest_clinaudit.reference.models.recipes import Artifact, build_model
 
     variant = default_catalog().get(name)
     data = variant.dataset.load(variant.context)
@@ -66,7 +66,7 @@ def worker_audit(kind: str, name: str, walk_rows: int | None) -> dict[str, Any]:
         import sklearn.ensemble  # noqa: F401  - imported before the clock, as the oracle's are
         import sklearn.metrics  # noqa: F401
 
-        from pytest_clinaudit.reference.audit import audit
+        from pytest_clinaudit.reference.attacks.audit import audit
 
         start = time.perf_counter()
         result = audit(model, data, variant.params)
@@ -80,8 +80,8 @@ def worker_audit(kind: str, name: str, walk_rows: int | None) -> dict[str, Any]:
 def worker_recipe(names: list[str]) -> dict[str, Any]:
     """Data + build + audit of every variant, as a cold reference computation does."""
     from pytest_clinaudit.catalog.variants import default_catalog
-    from pytest_clinaudit.reference.audit import audit
-    from pytest_clinaudit.reference.recipes import Artifact, build_model
+    from pytest_clinaudit.reference.attacks.audit import audit
+    from pytest_clinaudit.reference.models.recipes import Artifact, build_model
 
     catalog = default_catalog()
     # Import what the recipes use before the clock starts, as the audit workers do.

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_clinaudit.catalog.variants import Catalog, default_catalog
 from pytest_clinaudit.reference.data import Dataset
-from pytest_clinaudit.reference.recipes import Artifact, build_model
+from pytest_clinaudit.reference.models.recipes import Artifact, build_model
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pytest_clinaudit.reference.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,7 +21,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from pytest_clinaudit.reference.params import AuditParams
+from pytest_clinaudit.reference.attacks.params import AuditParams
 
 
 def surrogate_coefficients(params: AuditParams, X_train: Any, y_train: Any) -> Any:

@@ -15,7 +15,8 @@ from pytest_clinaudit.catalog.variants import Catalog, Variant, default_catalog
 
 if TYPE_CHECKING:
     from pytest_clinaudit.reference.data import Dataset
-    from pytest_clinaudit.reference.nn import BuiltMLP, MLPRecipe
+    from pytest_clinaudit.reference.models.mlp import MLPRecipe
+    from pytest_clinaudit.reference.models.program import BuiltMLP
 
 WDBC_MLP = ("wdbc-mlp", "wdbc-mlp-pgd", "wdbc-mlp-dp")
 ICU_MLP = ("icu-synth-mlp", "icu-synth-mlp-pgd", "icu-synth-mlp-dp")
@@ -32,7 +33,7 @@ def variant(name: str) -> Variant:
 
 
 def recipe(name: str) -> MLPRecipe:
-    from pytest_clinaudit.reference.nn import MLPRecipe
+    from pytest_clinaudit.reference.models.mlp import MLPRecipe
 
     model = variant(name).model
     assert isinstance(model, MLPRecipe)
@@ -60,7 +61,8 @@ def built(name: str) -> BuiltMLP:
 
     from workspace_helpers import built_workspace, run_factory
 
-    from pytest_clinaudit.reference.nn import BuiltMLP, TorchArtifact, TrainingRecord
+    from pytest_clinaudit.reference.models.mlp import TrainingRecord
+    from pytest_clinaudit.reference.models.program import BuiltMLP, TorchArtifact
 
     directory = built_workspace(run_factory(), name)
     manifest = json.loads((directory / "grader" / "manifest.json").read_text(encoding="utf-8"))

@@ -9,9 +9,9 @@ import pytest
 from grading_helpers import reference
 
 from pytest_clinaudit.cli import main
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
 from pytest_clinaudit.reference.data import Dataset, write_csvs
-from pytest_clinaudit.reference.params import COMPONENTS
-from pytest_clinaudit.reference.recipes import Artifact
+from pytest_clinaudit.reference.models.recipes import Artifact
 
 
 def test_variants_prints_a_table_of_names_aliases_datasets_and_recipes(

@@ -34,7 +34,7 @@ from pytest_clinaudit.grading.checks import Grading
 from pytest_clinaudit.grading.options import GradingOptions
 from pytest_clinaudit.grading.scoring import CATEGORIES, NONE
 from pytest_clinaudit.grading.submission import parse_bytes
-from pytest_clinaudit.reference.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
 
 VARIANT = "wdbc-hard"
 PROFILES = ("strict", "metr")

@@ -11,10 +11,10 @@ import pytest
 from pytest_clinaudit.catalog.cache import ReferenceCache
 from pytest_clinaudit.catalog.references import get_reference
 from pytest_clinaudit.catalog.variants import Catalog
-from pytest_clinaudit.reference.audit import audit
+from pytest_clinaudit.reference.attacks.audit import audit
 from pytest_clinaudit.reference.data import Dataset, LoadContext
-from pytest_clinaudit.reference.mimic import write_mimic_layout
-from pytest_clinaudit.reference.recipes import Artifact, build_model
+from pytest_clinaudit.reference.data.mimic import write_mimic_layout
+from pytest_clinaudit.reference.models.recipes import Artifact, build_model
 
 ICU = ("icu-synth-baseline", "icu-synth-calibrated", "icu-synth-hard")
 

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_clinaudit.catalog.variants import default_catalog
 from pytest_clinaudit.reference.data import SOURCES, DataError, LoadContext
-from pytest_clinaudit.reference.icu import (
+from pytest_clinaudit.reference.data.icu import (
     GENERATOR_VERSION,
     ICUCohort,
     ICUSynthSource,
@@ -328,8 +328,8 @@ def test_the_icu_synth_variants_load_with_the_icu_attack_parameters() -> None:
     "first",
     [
         "pytest_clinaudit.reference.data",
-        "pytest_clinaudit.reference.icu",
-        "pytest_clinaudit.reference.mimic",
+        "pytest_clinaudit.reference.data.icu",
+        "pytest_clinaudit.reference.data.mimic",
     ],
 )
 def test_the_sources_register_without_importing_numpy_in_any_import_order(first: str) -> None:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptio
 from grading_helpers import reference  # noqa: E402
 
 from pytest_clinaudit.adapters.inspect_task import clinical_security_audit, scripted_agent_solver  # noqa: E402
-from pytest_clinaudit.reference.params import COMPONENTS  # noqa: E402
+from pytest_clinaudit.reference.attacks.params import COMPONENTS  # noqa: E402
 
 
 def _run(tmp_path: Path, mode: str, variants: str = "wdbc-baseline") -> list[Any]:

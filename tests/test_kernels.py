@@ -10,7 +10,11 @@ from hypothesis.extra import numpy as hnp
 from sklearn.calibration import calibration_curve
 
 from pytest_clinaudit.reference import attacks
-from pytest_clinaudit.reference.params import BoundaryParams, CalibrationParams, MembershipParams
+from pytest_clinaudit.reference.attacks.params import (
+    BoundaryParams,
+    CalibrationParams,
+    MembershipParams,
+)
 
 EDGES = np.linspace(0.0, 1.0, 11)
 
@@ -115,7 +119,7 @@ def test_fgsm_moves_positives_against_the_sign_and_negatives_along_it() -> None:
 
 
 def test_fgsm_scores_a_single_class_sample_with_the_configured_coin_flip() -> None:
-    from pytest_clinaudit.reference.params import FGSMParams, SurrogateParams
+    from pytest_clinaudit.reference.attacks.params import FGSMParams, SurrogateParams
 
     params = FGSMParams(0.1, 5, 42, 0.5, SurrogateParams(True, 1.0, 100, "none", 42))
     result = attacks.fgsm_score(np.ones(5, dtype=int), np.ones(5), np.ones(5), params=params)

@@ -92,7 +92,7 @@ def test_the_family_vendors_the_whole_package(family_dir: Path) -> None:
     vendored = family_dir / "vendor" / "pytest_clinaudit"
     for part in (
         "plugin.py",
-        "reference/attacks.py",
+        "reference/attacks/fgsm.py",
         "variants/wdbc-hard.toml",
         "grading/report.schema.json",
     ):

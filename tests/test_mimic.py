@@ -17,8 +17,8 @@ import pytest
 from pytest_clinaudit.catalog.variants import default_catalog
 from pytest_clinaudit.files import sha256_file
 from pytest_clinaudit.reference.data import SOURCES, DataError, Dataset, LoadContext
-from pytest_clinaudit.reference.icu import generate_icu_cohort
-from pytest_clinaudit.reference.mimic import (
+from pytest_clinaudit.reference.data.icu import generate_icu_cohort
+from pytest_clinaudit.reference.data.mimic import (
     ENV_VAR,
     MimicSource,
     load_mimic_extract,

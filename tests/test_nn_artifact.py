@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pytest_clinaudit.reference as reference_package
-from pytest_clinaudit.reference.nn import TorchClassifier
+from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
 
 
 def _program(name: str) -> torch.nn.Module:

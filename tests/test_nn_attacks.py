@@ -12,11 +12,18 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from pytest_clinaudit.reference import attacks, semantics_of, whitebox
-from pytest_clinaudit.reference.audit import audit
+from pytest_clinaudit.reference import attacks
+from pytest_clinaudit.reference.attacks import whitebox
+from pytest_clinaudit.reference.attacks.audit import audit
+from pytest_clinaudit.reference.attacks.params import (
+    FGSMParams,
+    SurrogateParams,
+    as_dict,
+    semantics_of,
+)
 from pytest_clinaudit.reference.data import Dataset
-from pytest_clinaudit.reference.nn import TorchClassifier, export_program
-from pytest_clinaudit.reference.params import FGSMParams, SurrogateParams, as_dict
+from pytest_clinaudit.reference.models.program import export_program
+from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
 
 SURROGATE = SurrogateParams(True, 1.0, 100, "none", 42)
 

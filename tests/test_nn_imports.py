@@ -9,10 +9,12 @@ from pathlib import Path
 
 SCRIPT = """
 import json, sys
-import pytest_clinaudit.reference.audit
-import pytest_clinaudit.reference.nn
-import pytest_clinaudit.reference.privacy
-import pytest_clinaudit.reference.whitebox
+import pytest_clinaudit.reference.attacks.audit
+import pytest_clinaudit.reference.models.mlp
+import pytest_clinaudit.reference.models.program
+import pytest_clinaudit.reference.models.training
+import pytest_clinaudit.reference.attacks.privacy
+import pytest_clinaudit.reference.attacks.whitebox
 from pytest_clinaudit.catalog.variants import default_catalog
 
 catalog = default_catalog()

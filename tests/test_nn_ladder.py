@@ -11,7 +11,7 @@ from __future__ import annotations
 import nn_helpers
 import pytest
 
-from pytest_clinaudit.reference import privacy
+from pytest_clinaudit.reference.attacks import privacy
 
 LADDER_GAP = 0.1
 LEAKAGE_GAP = 0.04

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import log_loss, roc_auc_score
 
-from pytest_clinaudit.reference import privacy
+from pytest_clinaudit.reference.attacks import privacy
 
 # Scores on a coarse grid, so that ties between members and non-members are common.
 scores = st.lists(st.integers(-4, 4).map(float), min_size=1, max_size=30)

@@ -14,15 +14,14 @@ import torch
 
 from pytest_clinaudit.catalog.variants import VariantError, load_variant
 from pytest_clinaudit.reference.data import Dataset
-from pytest_clinaudit.reference.nn import (
+from pytest_clinaudit.reference.models.mlp import (
     AdversarialTraining,
     DifferentialPrivacy,
     MLPRecipe,
-    build_mlp,
-    train_mlp,
-    training_rows,
 )
-from pytest_clinaudit.reference.recipes import RecipeError, build_model
+from pytest_clinaudit.reference.models.program import build_mlp
+from pytest_clinaudit.reference.models.recipes import RecipeError, build_model
+from pytest_clinaudit.reference.models.training import train_mlp, training_rows
 
 PLAIN = {
     "estimator": "mlp",
@@ -149,7 +148,9 @@ def test_recipes_refuse_two_defences_and_dp_without_sgd() -> None:
 
 def test_an_mlp_recipe_is_never_pickled_by_the_scikit_learn_builder() -> None:
     variant = nn_helpers.variant("wdbc-mlp")
-    with pytest.raises(RecipeError, match="built by pytest_clinaudit.reference.nn.build_mlp"):
+    with pytest.raises(
+        RecipeError, match="built by pytest_clinaudit.reference.models.program.build_mlp"
+    ):
         build_model(variant.model, variant.params.fgsm.surrogate, _tiny())
 
 
@@ -181,7 +182,7 @@ BUILD_IN_A_FRESH_PROCESS = """
 import sys
 sys.path.insert(0, {tests!r})
 import nn_helpers
-from pytest_clinaudit.reference.nn import build_mlp
+from pytest_clinaudit.reference.models.program import build_mlp
 print(build_mlp(nn_helpers.recipe({name!r}), nn_helpers.dataset({name!r})).artifact.sha256)
 """
 

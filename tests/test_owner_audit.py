@@ -18,8 +18,8 @@ import owner_models
 import pytest
 
 from pytest_clinaudit.cli import main
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
 from pytest_clinaudit.reference.data import Dataset, write_csvs
-from pytest_clinaudit.reference.params import COMPONENTS
 
 FAST = ["--bootstrap", "200", "--no-lira", "-q"]
 """A quick own-data audit: fewer replicates, no LiRA refits, no progress lines."""

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from sklearn.calibration import calibration_curve
 
-from pytest_clinaudit.reference import attacks, diagnostics
+from pytest_clinaudit.reference import attacks
+from pytest_clinaudit.reference.review import diagnostics
 
 # Two equal-mass bins of four rows: the first predicts 0.25 on average and sees
 # 3 of 4 positives, the second predicts 0.75 and sees 1 of 4.

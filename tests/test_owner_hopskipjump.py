@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_clinaudit.reference.hopskipjump import minimal_perturbation_distance
+from pytest_clinaudit.reference.review.hopskipjump import minimal_perturbation_distance
 
 D = 6
 STD = np.array([1.0, 2.0, 0.5, 10.0, 1.0, 3.0])

@@ -10,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from pytest_clinaudit.reference import lira, models, privacy
+from pytest_clinaudit.reference import models
+from pytest_clinaudit.reference.attacks import privacy
+from pytest_clinaudit.reference.review import lira
 
 
 def _scores(n_m: int, n_n: int, seed: int, shift: float = 0.5) -> tuple[np.ndarray, np.ndarray]:

@@ -283,7 +283,7 @@ def test_a_pt2_program_is_audited_on_its_class_1_logit_and_must_take_the_data(
     tmp_path: Path,
 ) -> None:
     torch = pytest.importorskip("torch")
-    from pytest_clinaudit.reference.nn import TorchClassifier
+    from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
 
     module = torch.nn.Sequential(torch.nn.Linear(len(NAMES), 1), torch.nn.Flatten(0))
     program = torch.export.export(
@@ -335,7 +335,7 @@ def test_an_adapted_model_runs_through_the_existing_attack_kernels() -> None:
     from sklearn.linear_model import LogisticRegression
 
     from pytest_clinaudit.reference import attacks
-    from pytest_clinaudit.reference.params import CalibrationParams
+    from pytest_clinaudit.reference.attacks.params import CalibrationParams
 
     X, y = _data()
     words = np.where(y == 1, "died", "survived")

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_clinaudit.reference import sampling
+from pytest_clinaudit.reference.attacks.budget import training_scale
+from pytest_clinaudit.reference.review import sampling
 
 
 def _cohort(n: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -125,7 +126,7 @@ def test_row_order_never_changes_what_is_drawn(
 
 def test_the_training_scale_is_the_population_std_and_the_range_of_each_feature() -> None:
     X_train = np.array([[0.0, 10.0, 5.0], [2.0, 30.0, 5.0], [4.0, 50.0, 5.0]])
-    scale = sampling.training_scale(X_train)
+    scale = training_scale(X_train)
     np.testing.assert_allclose(scale.std, [np.sqrt(8 / 3), np.sqrt(800 / 3), 0.0])
     np.testing.assert_array_equal(scale.low, [0.0, 10.0, 5.0])
     np.testing.assert_array_equal(scale.high, [4.0, 50.0, 5.0])
@@ -135,7 +136,7 @@ def test_the_tasks_walk_ignores_the_test_files_order_once_rows_are_put_in_canoni
     from sklearn.linear_model import LogisticRegression
 
     from pytest_clinaudit.reference import attacks
-    from pytest_clinaudit.reference.params import BoundaryParams
+    from pytest_clinaudit.reference.attacks.params import BoundaryParams
 
     # The task's walk draws rows and picks targets in file order; on rows put in
     # canonical order first, the file's order no longer matters.

@@ -11,8 +11,8 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
-from pytest_clinaudit.reference import attacks, uncertainty
-from pytest_clinaudit.reference.params import (
+from pytest_clinaudit.reference import attacks
+from pytest_clinaudit.reference.attacks.params import (
     BoundaryParams,
     CalibrationParams,
     FGSMParams,
@@ -21,7 +21,8 @@ from pytest_clinaudit.reference.params import (
     VerdictThresholds,
     Weights,
 )
-from pytest_clinaudit.reference.sps import security_posture_score, verdict
+from pytest_clinaudit.reference.attacks.sps import security_posture_score, verdict
+from pytest_clinaudit.reference.review import replicates, uncertainty
 
 WEIGHTS = Weights(0.35, 0.25, 0.20, 0.20)
 THRESHOLDS = VerdictThresholds(80.0, 65.0)
@@ -47,7 +48,7 @@ BOUNDARY = BoundaryParams(n_samples=30, seed=42, step_size=0.05, max_steps=100, 
 
 @dataclasses.dataclass
 class Audit:
-    rows: uncertainty.ComponentRows
+    rows: replicates.ComponentRows
     components: dict[str, float]
 
 
@@ -74,7 +75,7 @@ def _audit(n_train: int = 250, n_test: int = 114, seed: int = 0) -> Audit:
         model.predict_proba(X_test[:n_eval]),
     )
     mi = attacks.membership_score(attack, member_proba, non_proba, n_pool=200, params=MEMBERSHIP)
-    member_right, non_right = uncertainty.membership_guesses(
+    member_right, non_right = replicates.membership_guesses(
         attack, member_proba, non_proba, threshold=MEMBERSHIP.threshold
     )
 
@@ -87,12 +88,12 @@ def _audit(n_train: int = 250, n_test: int = 114, seed: int = 0) -> Audit:
         n_test, BOUNDARY.n_samples, replace=False
     )
 
-    rows = uncertainty.ComponentRows(
+    rows = replicates.ComponentRows(
         n_test=n_test,
-        fgsm=uncertainty.FGSMRows(fgsm_idx, y_test[fgsm_idx], p_clean, p_adv, 0.5),
-        membership=uncertainty.MembershipRows(member_right, np.arange(n_eval), non_right),
-        calibration=uncertainty.CalibrationRows(np.arange(n_test), y_test, p_test, 10, 12.0),
-        walk=uncertainty.WalkRows(walk_idx, np.array(walk.steps), 100),
+        fgsm=replicates.FGSMRows(fgsm_idx, y_test[fgsm_idx], p_clean, p_adv, 0.5),
+        membership=replicates.MembershipRows(member_right, np.arange(n_eval), non_right),
+        calibration=replicates.CalibrationRows(np.arange(n_test), y_test, p_test, 10, 12.0),
+        walk=replicates.WalkRows(walk_idx, np.array(walk.steps), 100),
     )
     components = {
         "fgsm_robustness": fgsm.score,
@@ -104,7 +105,7 @@ def _audit(n_train: int = 250, n_test: int = 114, seed: int = 0) -> Audit:
 
 
 def _slow_replicate(
-    rows: uncertainty.ComponentRows, test_counts: np.ndarray, member_counts: np.ndarray
+    rows: replicates.ComponentRows, test_counts: np.ndarray, member_counts: np.ndarray
 ) -> dict[str, float]:
     """One replicate the obvious way: materialise the resampled rows, call the scalar code."""
 
@@ -142,7 +143,7 @@ def _slow_replicate(
 def test_with_every_row_counted_once_the_replicate_is_the_audit_itself() -> None:
     audit = _audit()
     n_members = len(audit.rows.membership.member_correct)
-    one = uncertainty.component_replicates(
+    one = replicates.component_replicates(
         audit.rows, np.ones((1, audit.rows.n_test), np.int64), np.ones((1, n_members), np.int64)
     )
     for name, value in audit.components.items():
@@ -152,8 +153,8 @@ def test_with_every_row_counted_once_the_replicate_is_the_audit_itself() -> None
 def test_each_replicate_equals_a_slow_obvious_bootstrap_of_the_scalar_attacks() -> None:
     audit = _audit()
     n_members = len(audit.rows.membership.member_correct)
-    for test_counts, member_counts in uncertainty.count_chunks(7, 60, audit.rows.n_test, n_members):
-        fast = uncertainty.component_replicates(audit.rows, test_counts, member_counts)
+    for test_counts, member_counts in replicates.count_chunks(7, 60, audit.rows.n_test, n_members):
+        fast = replicates.component_replicates(audit.rows, test_counts, member_counts)
         for b in range(len(test_counts)):
             slow = _slow_replicate(audit.rows, test_counts[b], member_counts[b])
             for name, value in slow.items():
@@ -200,7 +201,7 @@ def test_the_chunk_size_never_changes_the_replicates(monkeypatch: pytest.MonkeyP
     whole = uncertainty.bootstrap(
         audit.rows, weights=WEIGHTS, thresholds=THRESHOLDS, n_boot=50, seed=9
     )
-    monkeypatch.setattr(uncertainty, "CHUNK_ENTRIES", 300)  # two or three replicates a chunk
+    monkeypatch.setattr(replicates, "CHUNK_ENTRIES", 300)  # two or three replicates a chunk
     chunked = uncertainty.bootstrap(
         audit.rows, weights=WEIGHTS, thresholds=THRESHOLDS, n_boot=50, seed=9
     )
@@ -213,7 +214,7 @@ def test_the_weighted_auc_counts_a_row_drawn_twice_as_two_rows() -> None:
     scores = np.round(rng.uniform(size=40), 1)  # ties
     labels = (rng.uniform(size=40) < scores).astype(np.int64)
     counts = rng.poisson(1.0, size=(20, 40))
-    auc, defined = uncertainty.weighted_auc(scores, labels, counts)
+    auc, defined = replicates.weighted_auc(scores, labels, counts)
     for b in range(20):
         rows = np.repeat(np.arange(40), counts[b])
         if len(np.unique(labels[rows])) == 2:

@@ -70,5 +70,12 @@ def test_every_package_of_the_checkout_is_listed_for_installation() -> None:
         ".".join(init.parent.relative_to(REPO / "src").parts)
         for init in (REPO / "src" / "pytest_clinaudit").rglob("__init__.py")
     }
-    found |= {package for package, directory in mapped.items() if (REPO / directory).is_dir()}
+    for package, directory in mapped.items():
+        root = REPO / directory
+        if package != "pytest_clinaudit" and root.is_dir():
+            found.add(package)
+            found |= {
+                ".".join([package, *init.parent.relative_to(root).parts])
+                for init in root.rglob("*/__init__.py")
+            }
     assert found == listed, f"packages not listed: {sorted(found - listed)}"

@@ -15,9 +15,8 @@ from sklearn.linear_model import LogisticRegression
 from xgboost import XGBClassifier
 
 from pytest_clinaudit.reference import attacks
-from pytest_clinaudit.reference.audit import audit
-from pytest_clinaudit.reference.data import Dataset
-from pytest_clinaudit.reference.params import (
+from pytest_clinaudit.reference.attacks.audit import audit
+from pytest_clinaudit.reference.attacks.params import (
     COMPONENTS,
     AuditParams,
     BoundaryParams,
@@ -28,7 +27,13 @@ from pytest_clinaudit.reference.params import (
     VerdictThresholds,
     Weights,
 )
-from pytest_clinaudit.reference.sps import VERDICTS, rounded_report, security_posture_score, verdict
+from pytest_clinaudit.reference.attacks.sps import (
+    VERDICTS,
+    rounded_report,
+    security_posture_score,
+    verdict,
+)
+from pytest_clinaudit.reference.data import Dataset
 
 SMALL = AuditParams(
     fgsm=FGSMParams(0.3, 15, 42, 0.5, SurrogateParams(True, 1.0, 500, "none", 42)),

@@ -14,8 +14,8 @@ from pytest_clinaudit.grading import builtin, checks, scoring
 from pytest_clinaudit.grading import submission as submissions
 from pytest_clinaudit.grading.checks import Grading
 from pytest_clinaudit.grading.scoring import CheckRecord, Grade
-from pytest_clinaudit.reference.params import COMPONENTS
-from pytest_clinaudit.reference.sps import VERDICTS, security_posture_score, verdict
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.sps import VERDICTS, security_posture_score, verdict
 
 BASELINE = "wdbc-baseline"
 

@@ -16,8 +16,8 @@ from pytest_clinaudit.grading import builtin, checks, invariants
 from pytest_clinaudit.grading import submission as submissions
 from pytest_clinaudit.grading.checks import Grading, Outcome
 from pytest_clinaudit.grading.scoring import CATEGORIES, Grade
-from pytest_clinaudit.reference.params import COMPONENTS
-from pytest_clinaudit.reference.sps import VERDICTS, security_posture_score, verdict
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.sps import VERDICTS, security_posture_score, verdict
 
 VARIANT = "wdbc-baseline"
 PROFILES = ("strict", "metr")

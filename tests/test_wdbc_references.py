@@ -8,11 +8,11 @@ import literal_oracle
 import pytest
 
 from pytest_clinaudit.catalog.variants import Catalog
-from pytest_clinaudit.reference.audit import audit
+from pytest_clinaudit.reference.attacks.audit import audit
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.sps import verdict
 from pytest_clinaudit.reference.data import Dataset
-from pytest_clinaudit.reference.params import COMPONENTS
-from pytest_clinaudit.reference.recipes import Artifact
-from pytest_clinaudit.reference.sps import verdict
+from pytest_clinaudit.reference.models.recipes import Artifact
 from pytest_clinaudit.versions import library_versions
 
 # SPEC §4, "measured reference components today" (fgsm, mi, ece, ba; mi_accuracy,
@@ -121,7 +121,7 @@ def test_wdbc_hard_reference_is_production_and_consistent(
 def test_building_a_recipe_twice_gives_the_same_artifact_bytes(
     catalog: Catalog, wdbc: Dataset
 ) -> None:
-    from pytest_clinaudit.reference.recipes import build_model
+    from pytest_clinaudit.reference.models.recipes import build_model
 
     variant = catalog.get("wdbc-hard")
     first = Artifact.from_model(build_model(variant.model, variant.params.fgsm.surrogate, wdbc))

@@ -21,8 +21,8 @@ from pytest_clinaudit.catalog.manifest import (
     read_grader_manifest,
 )
 from pytest_clinaudit.catalog.variants import Catalog, Variant
+from pytest_clinaudit.reference.attacks.params import as_dict
 from pytest_clinaudit.reference.data import Dataset
-from pytest_clinaudit.reference.params import as_dict
 
 
 def _leaves(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -47,7 +47,7 @@ def _shared_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def mimic_extract(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The synthetic ICU cohort written as a MIMIC-IV extract (two-file layout), once per run."""
     from pytest_clinaudit.catalog.variants import default_catalog
-    from pytest_clinaudit.reference.mimic import write_mimic_layout
+    from pytest_clinaudit.reference.data.mimic import write_mimic_layout
 
     base = _shared_base(tmp_path_factory)
     extract = base / "clinaudit-mimic-extract"

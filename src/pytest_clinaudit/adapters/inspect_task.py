@@ -37,7 +37,7 @@ from pytest_clinaudit.adapters.workspace import (
 )
 from pytest_clinaudit.catalog.cache import ReferenceCache
 from pytest_clinaudit.catalog.variants import default_catalog
-from pytest_clinaudit.reference.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
 
 DATA_FILES = (taskdoc.TRAIN_NAME, taskdoc.TEST_NAME, "task.md")
 DEFAULT_VARIANTS = "wdbc-baseline,wdbc-calibrated,wdbc-hard"

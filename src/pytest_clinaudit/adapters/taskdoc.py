@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_clinaudit.reference.params import COMPONENTS, as_dict
+from pytest_clinaudit.reference.attacks.params import COMPONENTS, as_dict
 
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.variants import Variant
+    from pytest_clinaudit.reference.attacks.params import FGSMParams
     from pytest_clinaudit.reference.data import Dataset
-    from pytest_clinaudit.reference.params import FGSMParams
 
 REPORT_NAME = "report.json"
 MODEL_NAME = "model.pkl"

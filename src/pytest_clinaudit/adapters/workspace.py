@@ -26,8 +26,8 @@ from pytest_clinaudit.catalog.cache import ReferenceCache
 from pytest_clinaudit.catalog.manifest import MANIFEST_FORMAT
 from pytest_clinaudit.catalog.references import quiet
 from pytest_clinaudit.files import sha256_file, write_atomic, write_json_atomic
+from pytest_clinaudit.reference.attacks.params import as_dict
 from pytest_clinaudit.reference.data import LoadContext, write_csvs
-from pytest_clinaudit.reference.params import as_dict
 
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.references import Progress

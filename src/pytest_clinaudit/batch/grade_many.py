@@ -310,7 +310,7 @@ def warm_references(
     from pytest_clinaudit.catalog.references import get_reference
     from pytest_clinaudit.catalog.variants import VariantError, default_catalog
     from pytest_clinaudit.reference.data import DataError, LoadContext
-    from pytest_clinaudit.reference.mimic import resolve_mimic_dir
+    from pytest_clinaudit.reference.data.mimic import resolve_mimic_dir
 
     warnings: list[str] = []
     keys: dict[str, ReferenceKey] = {}

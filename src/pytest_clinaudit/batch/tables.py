@@ -32,7 +32,7 @@ from typing import Any
 
 from pytest_clinaudit.grading.scoring import CATEGORIES, NONE
 from pytest_clinaudit.grading.values import text_number
-from pytest_clinaudit.reference.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
 
 UNKNOWN_AGENT = "unknown"
 """The agent of a run graded without ``--clinaudit-meta agent=...``."""

@@ -26,17 +26,16 @@ from typing import TYPE_CHECKING, Any
 from pytest_clinaudit import versions
 from pytest_clinaudit.catalog.cache import ReferenceCache, cache_key
 from pytest_clinaudit.catalog.variants import VariantError
-from pytest_clinaudit.reference import semantics_of
+from pytest_clinaudit.reference.attacks.params import as_dict, semantics_of
 from pytest_clinaudit.reference.data import LoadContext
-from pytest_clinaudit.reference.nn import MLPRecipe
-from pytest_clinaudit.reference.params import as_dict
+from pytest_clinaudit.reference.models.mlp import MLPRecipe
 
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.variants import Variant
+    from pytest_clinaudit.reference.attacks.params import AuditParams
     from pytest_clinaudit.reference.data import Dataset
-    from pytest_clinaudit.reference.nn import TorchArtifact
-    from pytest_clinaudit.reference.params import AuditParams
-    from pytest_clinaudit.reference.recipes import Artifact
+    from pytest_clinaudit.reference.models.program import TorchArtifact
+    from pytest_clinaudit.reference.models.recipes import Artifact
 
     ModelArtifact = Artifact | TorchArtifact
 
@@ -164,11 +163,11 @@ def build_artifact(
     data = variant.dataset.load(context)
     progress(f"{variant.name}: building the model ({variant.model.describe()})")
     if isinstance(variant.model, MLPRecipe):
-        from pytest_clinaudit.reference.nn import build_mlp
+        from pytest_clinaudit.reference.models.program import build_mlp
 
         built = build_mlp(variant.model, data)
         return Built(built.artifact, data, built.record.as_dict())
-    from pytest_clinaudit.reference.recipes import Artifact, build_model
+    from pytest_clinaudit.reference.models.recipes import Artifact, build_model
 
     model = build_model(variant.model, variant.params.fgsm.surrogate, data)
     return Built(Artifact.from_model(model), data, None)
@@ -189,7 +188,7 @@ def audit_artifact(
 
     ``training`` (a torch build's record) is stored with the reference.
     """
-    from pytest_clinaudit.reference.audit import audit
+    from pytest_clinaudit.reference.attacks.audit import audit
 
     libraries = libraries or reference_libraries()
     payload = _reference_payload(artifact.sha256, data.sha256, params, libraries)

@@ -22,15 +22,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from pytest_clinaudit.reference import (
+from pytest_clinaudit.reference.attacks.params import (
     ALL_SEMANTICS,
     SEMANTICS,
     SEMANTICS_WHITE_BOX,
-    semantics_of,
-)
-from pytest_clinaudit.reference.data import SOURCES, LoadContext
-from pytest_clinaudit.reference.nn import MLPRecipe
-from pytest_clinaudit.reference.params import (
     AuditParams,
     BoundaryParams,
     CalibrationParams,
@@ -38,8 +33,11 @@ from pytest_clinaudit.reference.params import (
     MembershipParams,
     VerdictThresholds,
     Weights,
+    semantics_of,
 )
-from pytest_clinaudit.reference.recipes import (
+from pytest_clinaudit.reference.data import SOURCES, LoadContext
+from pytest_clinaudit.reference.models.mlp import MLPRecipe
+from pytest_clinaudit.reference.models.recipes import (
     ESTIMATORS,
     Augmentation,
     Calibration,

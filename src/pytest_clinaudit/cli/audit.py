@@ -22,7 +22,7 @@ from pytest_clinaudit.cli.common import (
     positive_int,
     progress_printer,
 )
-from pytest_clinaudit.reference.own_data import PROFILE, OwnDataParams
+from pytest_clinaudit.reference.review.profile import PROFILE, OwnDataParams
 
 
 def register(sub: Any) -> None:

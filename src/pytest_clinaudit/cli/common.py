@@ -67,7 +67,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
 def load_context(args: argparse.Namespace, variant: Any) -> Any:
     """Where the variant's data is found: beside its file, and the MIMIC extract if any."""
     from pytest_clinaudit.reference.data import LoadContext
-    from pytest_clinaudit.reference.mimic import resolve_mimic_dir
+    from pytest_clinaudit.reference.data.mimic import resolve_mimic_dir
 
     return LoadContext(base_dir=variant.path.parent, mimic_dir=resolve_mimic_dir(args.mimic_dir))
 

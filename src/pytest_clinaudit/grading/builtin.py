@@ -27,8 +27,8 @@ from pytest_clinaudit.grading.schema import schema_problems
 from pytest_clinaudit.grading.scoring import INVARIANT, Grade
 from pytest_clinaudit.grading.submission import Submission
 from pytest_clinaudit.grading.values import describe, json_number, metr_number, shorten
-from pytest_clinaudit.reference.params import COMPONENTS
-from pytest_clinaudit.reference.sps import VERDICTS, security_posture_score, verdict
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.sps import VERDICTS, security_posture_score, verdict
 
 DETAILS_TOLERANCE = 0.01
 """How far a component may sit from the value its ``details`` imply (component units).

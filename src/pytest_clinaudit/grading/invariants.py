@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_clinaudit.grading import pytest_internals
 from pytest_clinaudit.grading.checks import Grading, Outcome
-from pytest_clinaudit.reference.params import COMPONENTS
-from pytest_clinaudit.reference.sps import VERDICTS, security_posture_score, verdict
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.sps import VERDICTS, security_posture_score, verdict
 
 if TYPE_CHECKING:
     import hypothesis
@@ -290,7 +290,8 @@ INVARIANTS: tuple[tuple[str, Callable[[Grading], Outcome], str], ...] = (
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """sha256 of the code an invariant's outcome depends on: this module and the SPS and ECE."""
-    from pytest_clinaudit.reference import attacks, sps
+    from pytest_clinaudit.reference import attacks
+    from pytest_clinaudit.reference.attacks import sps
 
     digest = hashlib.sha256()
     for module in (sys.modules[__name__], attacks, sps):
@@ -301,7 +302,7 @@ def code_fingerprint() -> str:
 def _memo_payload(name: str, g: Grading) -> dict[str, Any]:
     """Everything invariant ``name``'s outcome depends on, and nothing of the submission."""
     from pytest_clinaudit.catalog.cache import canonical_json
-    from pytest_clinaudit.reference.params import as_dict
+    from pytest_clinaudit.reference.attacks.params import as_dict
     from pytest_clinaudit.versions import library_versions
 
     reference = g.reference

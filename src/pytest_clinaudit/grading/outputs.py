@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_clinaudit.files import write_json_atomic
 from pytest_clinaudit.grading.values import json_number
-from pytest_clinaudit.reference.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
 from pytest_clinaudit.versions import library_versions
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """Run an own-model audit and assemble its report.
 
 Two parameter sets: the ``own-data`` profile (the default, see
-:mod:`pytest_clinaudit.reference.own_data`) and the task's own ``sps-v1``
+:mod:`pytest_clinaudit.reference.review.own_data`) and the task's own ``sps-v1``
 parameters of a variant (``--params``), which keep the graded semantics
 (raw-unit ε, the files' first rows as members) for comparison with agents'
 reports.
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_clinaudit.owner.inputs import load_own_model, read_own_data
 
 if TYPE_CHECKING:
-    from pytest_clinaudit.reference.own_data import OwnDataParams
-    from pytest_clinaudit.reference.params import AuditParams
+    from pytest_clinaudit.reference.attacks.params import AuditParams
+    from pytest_clinaudit.reference.review.profile import OwnDataParams
 
 Progress = Callable[[str], None]
 
@@ -114,7 +114,7 @@ def audit_own_model(
     pytest_clinaudit.owner.inputs.InputError
         The model or the data fails the input contract (before any attack ran).
     """
-    from pytest_clinaudit.reference.own_data import audit_own_data
+    from pytest_clinaudit.reference.review.own_data import audit_own_data
 
     say = _timed(progress or (lambda _: None))
     say(f"reading {train} and {test}")
@@ -146,7 +146,7 @@ def audit_with_task_params(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The task's exact audit (``sps-v1``) of an owner's model, through the same input contract."""
-    from pytest_clinaudit.reference.audit import audit
+    from pytest_clinaudit.reference.attacks.audit import audit
 
     say = _timed(progress or (lambda _: None))
     data = read_own_data(train, test, label=label, positive_class=positive_class)

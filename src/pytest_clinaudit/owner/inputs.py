@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from pytest_clinaudit.reference.data import Dataset
-    from pytest_clinaudit.reference.lira import FitShadow
     from pytest_clinaudit.reference.models import AuditedModel
+    from pytest_clinaudit.reference.review.lira import FitShadow
 
     FloatArray = npt.NDArray[np.float64]
 
@@ -343,7 +343,7 @@ def load_own_model(path: Path, data: OwnData) -> OwnModel:
         raise InputError(str(exc)) from None
     fit_shadow = None
     if isinstance(model, models.EstimatorAdapter) and _clonable(model.estimator):
-        from pytest_clinaudit.reference.lira import sklearn_shadow_fitter
+        from pytest_clinaudit.reference.review.lira import sklearn_shadow_fitter
 
         fit_shadow = sklearn_shadow_fitter(
             model.estimator,
@@ -355,7 +355,7 @@ def load_own_model(path: Path, data: OwnData) -> OwnModel:
 
 def _kind(raw: Any) -> str:
     """What the model is, for the report: ``sklearn.Pipeline``, ``torch.export program``, ..."""
-    from pytest_clinaudit.reference.nn import TorchClassifier
+    from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
 
     if isinstance(raw, TorchClassifier):
         return "torch.export program"

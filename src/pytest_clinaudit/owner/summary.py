@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from pytest_clinaudit.owner.audit import membership_attacks
-from pytest_clinaudit.reference.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
 
 
 def _number(value: Any, digits: int = 4) -> str:

@@ -24,7 +24,7 @@ parameters : mapping
     The audit's parameters (profile, ε, seeds, row counts); nested mappings
     are shown with dotted keys (``fgsm.epsilon``).
 uncertainty : mapping
-    As :meth:`pytest_clinaudit.reference.uncertainty.BootstrapResult.as_dict`:
+    As :meth:`pytest_clinaudit.reference.review.uncertainty.BootstrapResult.as_dict`:
     ``n_boot``, ``level`` (0.95), ``components`` ({component: {``point``,
     ``low``, ``high``}}), ``sps`` ({``point``, ``low``, ``high``}), ``verdict``,
     ``verdict_change_probability`` (share of resamples whose verdict differs),
@@ -69,7 +69,7 @@ from typing import Any
 from pytest_clinaudit.batch.tables import COMPONENT_LABELS
 from pytest_clinaudit.pages.figures import finite
 from pytest_clinaudit.pages.render import render, write_page
-from pytest_clinaudit.reference.params import COMPONENTS
+from pytest_clinaudit.reference.attacks.params import COMPONENTS
 from pytest_clinaudit.versions import installed_version
 
 REQUIRED: Mapping[str, tuple[str, ...]] = {

@@ -3,8 +3,8 @@
 The numbers are synthetic (a seeded ``RandomState(42)``, never the global NumPy
 state), but every figure's data has the exact shape the reference auditor
 returns, because it is made by the same functions:
-:func:`~pytest_clinaudit.reference.diagnostics.reliability_bins` and
-:func:`~pytest_clinaudit.reference.privacy.attack_result`. The tests render the
+:func:`~pytest_clinaudit.reference.review.diagnostics.reliability_bins` and
+:func:`~pytest_clinaudit.reference.attacks.privacy.attack_result`. The tests render the
 audit page from it, the screenshot tool draws ``docs/audit-page.png`` from it,
 and the own-model audit's integration can compare its context with it key by key.
 """
@@ -26,8 +26,8 @@ def example_audit_context(*, model_name: str = "sepsis-risk-xgb v3") -> dict[str
     """
     import numpy as np
 
-    from pytest_clinaudit.reference.diagnostics import reliability_bins
-    from pytest_clinaudit.reference.privacy import attack_result
+    from pytest_clinaudit.reference.attacks.privacy import attack_result
+    from pytest_clinaudit.reference.review.diagnostics import reliability_bins
 
     rng = np.random.RandomState(42)
     # Test labels and slightly over-confident probabilities (a logit stretched by 1.4).

@@ -17,18 +17,20 @@ Functions
 reliability_diagram(bins, *, task_bins=None) -> str
     ``bins``: ``{"mean_predicted": [...], "observed_frequency": [...], "count": [...],
     "lower": [...], "upper": [...], "strategy": "equal-mass"}`` (one entry per
-    non-empty bin, as :class:`pytest_clinaudit.reference.diagnostics.ReliabilityBins`);
+    non-empty bin, as :class:`pytest_clinaudit.reference.review.diagnostics.ReliabilityBins`);
     ``task_bins`` the same for the task's uniform bins, drawn for comparison.
 membership_roc(attacks) -> str
     ``attacks``: ``[{"name": "loss", "auc": 0.61, "roc": {"fpr": [...], "tpr": [...]},
     "low_fpr": [{"fpr": 0.01, "tpr": 0.03, "estimable": true, ...}], "n_members": 400,
-    "n_nonmembers": 400}, ...]`` (:class:`~pytest_clinaudit.reference.privacy.MembershipAttack`).
+    "n_nonmembers": 400}, ...]``
+    (:class:`~pytest_clinaudit.reference.attacks.privacy.MembershipAttack`).
 adversarial_auroc(curves, *, clean_auroc=None, audited_epsilon=None, epsilon_unit=...) -> str
     ``curves``: ``[{"name": "FGSM", "epsilon": [0.0, 0.1, ...], "auroc": [0.97, 0.9, ...]},
     {"name": "PGD", ...}]``; an AUROC may be ``None`` (undefined at that ε).
 boundary_histogram(summary) -> str
     ``summary``: ``{"distances": [0.8, None, ...], "median": 1.2, "n_rows": 60,
-    "n_found": 58}`` (:meth:`~pytest_clinaudit.reference.hopskipjump.DistanceResult.summary`).
+    "n_found": 58}``
+    (:meth:`~pytest_clinaudit.reference.review.hopskipjump.DistanceResult.summary`).
 score_heatmap(rows) -> str
     Table 2's rows of ``clinaudit report``: mean score per agent x variant.
 """

@@ -18,6 +18,14 @@ COMPONENTS = (
 )
 """The four components, in the order of the SPS formula and the report."""
 
+SEMANTICS = "sps-v1"
+"""Version of the attack semantics; part of every reference cache key."""
+
+SEMANTICS_WHITE_BOX = "sps-v1-wb"
+"""SPEC §7: "sps-v1" with FGSM through the audited model's own gradient."""
+
+ALL_SEMANTICS = (SEMANTICS, SEMANTICS_WHITE_BOX)
+
 
 @dataclasses.dataclass(frozen=True)
 class SurrogateParams:
@@ -190,3 +198,8 @@ def as_dict(record: Any) -> dict[str, Any]:
     data = dataclasses.asdict(record)
     _drop_absent(record, data)
     return data
+
+
+def semantics_of(fgsm: FGSMParams) -> str:
+    """The semantics a parameter set implements: white-box FGSM makes it "sps-v1-wb"."""
+    return SEMANTICS_WHITE_BOX if fgsm.white_box else SEMANTICS

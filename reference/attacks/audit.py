@@ -7,13 +7,18 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from . import attacks, semantics_of
-from .params import COMPONENTS, AuditParams, MembershipParams, as_dict
+from .boundary import boundary_attack_resistance
+from .budget import fgsm_budget
+from .ece import calibration as task_calibration
+from .fgsm import fgsm_sample, fgsm_score, fit_surrogate_sign
+from .membership import fit_membership_attack, membership_eval_size, membership_score
+from .params import COMPONENTS, AuditParams, MembershipParams, as_dict, semantics_of
 from .sps import rounded_report, security_posture_score
 
 if TYPE_CHECKING:
-    from .attacks import Budget
-    from .data import Dataset
+    from ..data import Dataset
+    from .budget import Budget
+    from .classifier import Classifier
     from .whitebox import Differentiable
 
 Progress = Callable[[str], None]
@@ -58,12 +63,12 @@ def membership_attack_for(data: Dataset, params: MembershipParams) -> Any:
     if key not in _ATTACKS:
         if len(_ATTACKS) >= 8:  # a handful of datasets per process at most
             _ATTACKS.pop(next(iter(_ATTACKS)))
-        _ATTACKS[key] = attacks.fit_membership_attack(data.X_train, data.y_train, params)
+        _ATTACKS[key] = fit_membership_attack(data.X_train, data.y_train, params)
     return _ATTACKS[key]
 
 
 def audit(
-    model: attacks.Classifier,
+    model: Classifier,
     data: Dataset,
     params: AuditParams,
     *,
@@ -81,7 +86,7 @@ def audit(
     model
         A fitted binary classifier with ``predict_proba`` and ``predict``;
         for white-box FGSM also ``loss_gradient`` and ``row_losses``
-        (:class:`~.nn.TorchClassifier`).
+        (:class:`~..models.torch_adapter.TorchClassifier`).
     data
         Training rows (surrogate, shadow models, members) and test rows.
     params
@@ -102,7 +107,7 @@ def audit(
         timings[name] = round(time.perf_counter() - start, 4)
         return result
 
-    budget = attacks.fgsm_budget(params.fgsm, data.X_train)
+    budget = fgsm_budget(params.fgsm, data.X_train)
     if params.fgsm.white_box:
         from . import whitebox
 
@@ -117,12 +122,12 @@ def audit(
         sign = timed(
             "surrogate",
             "fitting the FGSM surrogate",
-            lambda: attacks.fit_surrogate_sign(params.fgsm.surrogate, data.X_train, data.y_train),
+            lambda: fit_surrogate_sign(params.fgsm.surrogate, data.X_train, data.y_train),
         )
-        fgsm_idx, X_adv = attacks.fgsm_sample(
+        fgsm_idx, X_adv = fgsm_sample(
             data.X_test, data.y_test, sign=sign, params=params.fgsm, budget=budget
         )
-    n_eval = attacks.membership_eval_size(data.n_train, data.n_test, params.membership_inference)
+    n_eval = membership_eval_size(data.n_train, data.n_test, params.membership_inference)
 
     # Every probability the attacks need comes from one predict_proba call: the
     # test rows (calibration, FGSM clean rows, non-members), the FGSM copies and
@@ -144,7 +149,7 @@ def audit(
     fgsm = timed(
         "fgsm",
         "FGSM robustness",
-        lambda: attacks.fgsm_score(
+        lambda: fgsm_score(
             data.y_test[fgsm_idx],
             prob_test[fgsm_idx],
             proba[n_test : n_test + n_adv, 1],
@@ -159,7 +164,7 @@ def audit(
     membership = timed(
         "membership",
         "membership inference",
-        lambda: attacks.membership_score(
+        lambda: membership_score(
             attack,
             proba[n_test + n_adv :],
             proba[:n_eval],
@@ -170,12 +175,12 @@ def audit(
     calibration = timed(
         "calibration",
         "calibration",
-        lambda: attacks.calibration(data.y_test, prob_test, params=params.calibration),
+        lambda: task_calibration(data.y_test, prob_test, params=params.calibration),
     )
     boundary = timed(
         "boundary",
         f"boundary walk ({params.boundary.n_samples} rows x {params.boundary.max_steps} steps)",
-        lambda: attacks.boundary_attack_resistance(
+        lambda: boundary_attack_resistance(
             model, data.X_test, test_predictions=pred_test, params=params.boundary
         ),
     )
@@ -224,7 +229,7 @@ def audit(
     return AuditResult(components, details, tuple(prob_test.tolist()), params, timings)
 
 
-def _differentiable(model: attacks.Classifier) -> Differentiable:
+def _differentiable(model: Classifier) -> Differentiable:
     """``model`` if it gives input gradients and row losses, else a usage error."""
     if not (hasattr(model, "loss_gradient") and hasattr(model, "row_losses")):
         raise TypeError(

@@ -34,15 +34,20 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .dataset import (
+    DataError,
+    Dataset,
+    LoadContext,
+    format_float,
+    read_csv_table,
+    split_label,
+    write_csvs,
+)
 from .icu import FEATURES
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-    # data.py imports this module to register MimicSource in SOURCES, so this
-    # module imports data.py only inside functions (no import cycle).
-    from .data import DataError, Dataset, LoadContext
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
@@ -77,7 +82,6 @@ Z_STD_TOLERANCE = 0.1
 
 
 def _data_error(message: str) -> DataError:
-    from .data import DataError
 
     return DataError(message)
 
@@ -214,7 +218,6 @@ def _check_rows(path: Path, n_rows: int) -> None:
 
 def _read_features(path: Path) -> FloatArray:
     """An X file of the published layout: exactly the 8 features, in order."""
-    from .data import read_csv_table
 
     header, table = read_csv_table(path)
     check_columns(path, header, FEATURES)
@@ -224,7 +227,6 @@ def _read_features(path: Path) -> FloatArray:
 
 def _read_labels(path: Path, label: str) -> IntArray:
     """A y file of the published layout: exactly the label column, 0/1."""
-    from .data import read_csv_table, split_label
 
     header, table = read_csv_table(path)
     check_columns(path, header, (label,))
@@ -248,7 +250,6 @@ def _read_published(paths: tuple[Path, ...], label: str) -> Splits:
 
 
 def _read_two_file(paths: tuple[Path, ...], label: str) -> Splits:
-    from .data import read_csv_table, split_label
 
     splits = []
     for path in paths:
@@ -283,8 +284,6 @@ def load_mimic_extract(directory: Path | None, *, label: str) -> Dataset:
         Naming the file, line or column, what was expected and what was found.
     """
     import numpy as np
-
-    from .data import Dataset
 
     layout, paths = find_layout(directory)
     reader = _read_published if layout == "published" else _read_two_file
@@ -336,7 +335,6 @@ def write_mimic_layout(
     tuple of Path
         The files written, in :data:`LAYOUT_FILES` order.
     """
-    from .data import format_float, write_csvs
 
     if data.feature_names != FEATURES:
         raise _data_error(

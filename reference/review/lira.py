@@ -23,13 +23,13 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .privacy import LOW_FPRS, PROBABILITY_CLIP, MembershipAttack, attack_result
+from ..attacks.privacy import LOW_FPRS, PROBABILITY_CLIP, MembershipAttack, attack_result
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from .models import AuditedModel
+    from ..models.adapters import AuditedModel
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
@@ -168,7 +168,7 @@ def sklearn_shadow_fitter(
     import numpy as np
     from sklearn.base import clone
 
-    from .models import adapt_estimator, match_positive_class
+    from ..models.adapters import adapt_estimator, match_positive_class
 
     classes = list(estimator.classes_)
     index = match_positive_class(classes, positive_class, model=type(estimator).__name__)

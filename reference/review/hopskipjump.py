@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from .models import AuditedModel
+    from ..models.adapters import AuditedModel
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]

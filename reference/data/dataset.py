@@ -112,33 +112,6 @@ class Dataset:
         }
 
 
-def load_wdbc(*, test_size: float, split_seed: int, label: str = "label") -> Dataset:
-    """The Wisconsin Diagnostic Breast Cancer data, split as the task specifies.
-
-    scikit-learn ships the UCI file, so nothing is downloaded. The label is
-    ``1 - target`` so that 1 means malignant (the adverse class), and the split is
-    stratified with ``random_state=split_seed``.
-    """
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.model_selection import train_test_split
-
-    bunch = load_breast_cancer()
-    X = bunch.data
-    y = 1 - bunch.target
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=test_size, random_state=split_seed, stratify=y
-    )
-    return Dataset(
-        name="wdbc",
-        label=label,
-        feature_names=tuple(str(name) for name in bunch.feature_names),
-        X_train=X_train,
-        y_train=y_train,
-        X_test=X_test,
-        y_test=y_test,
-    )
-
-
 def format_float(value: float) -> str:
     """Shortest text that reads back as exactly ``value``."""
     return repr(float(value))
@@ -259,13 +232,6 @@ def load_csv_pair(train: Path, test: Path, *, label: str, name: str | None = Non
     )
 
 
-# ------------------------------------------------------------------ dataset sources
-#
-# A variant's [dataset] table names a source; each source is a frozen record of
-# its settings that can load the rows and fingerprint them (for cache keys)
-# without loading when that is cheaper. New sources register in SOURCES.
-
-
 @dataclasses.dataclass(frozen=True)
 class LoadContext:
     """Where relative paths and user-provided data live."""
@@ -274,22 +240,6 @@ class LoadContext:
     """Directory of the variant file; relative CSV paths start here."""
     mimic_dir: Path | None = None
     """A user's MIMIC-IV extract (credentialed data is never shipped)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class WDBCSource:
-    """WDBC from ``sklearn.datasets.load_breast_cancer``, stratified split."""
-
-    label: str
-    test_size: float
-    split_seed: int
-
-    def load(self, context: LoadContext) -> Dataset:
-        return load_wdbc(test_size=self.test_size, split_seed=self.split_seed, label=self.label)
-
-    def fingerprint(self, context: LoadContext) -> dict[str, Any]:
-        # The rows are fixed by scikit-learn's bundled file, covered by its version.
-        return {"source": "wdbc", **dataclasses.asdict(self)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,18 +271,3 @@ class CSVSource:
             "train_sha256": sha256_file(train),
             "test_sha256": sha256_file(test),
         }
-
-
-# The ICU sources live in their own modules, which import NumPy only inside
-# functions and this module only inside functions, so importing them here keeps
-# this module cheap and cycle-free.
-from .icu import ICUSynthSource  # noqa: E402
-from .mimic import MimicSource  # noqa: E402
-
-SOURCES: dict[str, type[Any]] = {
-    "wdbc": WDBCSource,
-    "csv": CSVSource,
-    "icu-synth": ICUSynthSource,
-    "mimic": MimicSource,
-}
-"""Dataset sources by the name a variant file's ``[dataset] source`` uses."""

@@ -16,11 +16,10 @@ import pickle
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from .params import SurrogateParams
+from ..attacks.params import SurrogateParams
 
 if TYPE_CHECKING:
-    from .data import Dataset
-    from .nn import MLPRecipe
+    from ..data import Dataset
 
 PICKLE_PROTOCOL = 4
 """Fixed so that the artifact bytes do not change with Python's default protocol."""
@@ -116,17 +115,17 @@ def make_estimator(recipe: ModelRecipe) -> Any:
     return model
 
 
-def build_model(recipe: ModelRecipe | MLPRecipe, surrogate: SurrogateParams, data: Dataset) -> Any:
+def build_model(recipe: ModelRecipe, surrogate: SurrogateParams, data: Dataset) -> Any:
     """Fit the recipe on the training rows (plus their FGSM copies if it says so)."""
     import numpy as np
 
-    from .attacks import fgsm_perturb, fit_surrogate_sign
+    from ..attacks.fgsm import fgsm_perturb, fit_surrogate_sign
 
     if not isinstance(recipe, ModelRecipe):
         # A torch model is never pickled: its artifact is a model.pt2.
         raise RecipeError(
-            "mlp recipes are built by pytest_clinaudit.reference.nn.build_mlp into a "
-            "model.pt2, not pickled"
+            "mlp recipes are built by pytest_clinaudit.reference.models.program.build_mlp "
+            "into a model.pt2, not pickled"
         )
 
     X, y = data.X_train, data.y_train

@@ -349,7 +349,7 @@ def diagnose(
     ``task_bins`` is the task's bin count (SPEC §3.3) for its ECE and for the
     uniform reliability diagram; ``n_bins`` the equal-mass bin count.
     """
-    from .attacks import aligned_ece, task_ece
+    from ..attacks.ece import aligned_ece, task_ece
 
     labels, prob = _checked(y, p)
     return Diagnostics(

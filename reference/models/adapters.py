@@ -14,7 +14,7 @@ Kinds adapted here:
   that select columns by name work;
 - ``xgboost.Booster`` with a ``binary:logistic`` (or ``binary:logitraw``) objective;
 - torch ``.pt2`` exported programs (SPEC §7.1), loaded by
-  :class:`~.nn.TorchClassifier`, whose ``loss_gradient`` also allows white-box attacks.
+  :class:`~.torch_adapter.TorchClassifier`, whose ``loss_gradient`` also allows white-box attacks.
 
 Checks raise :class:`ModelError` with a one-line message that says what was
 expected, what arrived, and what fixes it; the CLI prints it and exits 2.
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
+
 
 PROBABILITY_TOLERANCE = 1e-6
 """How far outside [0, 1] a probability may stray (float rounding of a softmax or a
@@ -49,9 +49,6 @@ class AuditedModel(Protocol):
     def predict_proba(self, X: FloatArray) -> FloatArray: ...
 
     def predict(self, X: FloatArray) -> IntArray: ...
-
-
-# --------------------------------------------------------------------- checks
 
 
 def check_probabilities(raw: Any, n_rows: int, *, column: int | None, source: str) -> FloatArray:
@@ -165,9 +162,6 @@ def _plain(value: Any) -> Any:
     """NumPy scalars as Python values, so messages show ``'died'``, not ``np.str_('died')``."""
     item = getattr(value, "item", None)
     return item() if callable(item) else value
-
-
-# ------------------------------------------------------------------- adapters
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -364,7 +358,7 @@ def adapt_booster(
 def adapt_torch_program(
     program: Any, *, feature_names: Sequence[str], positive_class: Any
 ) -> AuditedModel:
-    """Adapt a loaded torch ``.pt2`` program (:class:`~.nn.TorchClassifier`, SPEC §7.1).
+    """Adapt a loaded torch ``.pt2`` program (:class:`~.torch_adapter.TorchClassifier`, SPEC §7.1).
 
     The program gives the logit of class 1, so the positive class is 1; a
     probe of two zero rows checks that it takes the data's features.
@@ -410,7 +404,7 @@ def adapt_model(
     ModelError
         The model kind is unsupported, or it does not fit the data or the class.
     """
-    from .nn import TorchClassifier
+    from .torch_adapter import TorchClassifier
 
     module = type(model).__module__ or ""
     if module.startswith("xgboost") and type(model).__name__ == "Booster":
@@ -425,53 +419,6 @@ def adapt_model(
             "exported programs: torch.export.save(torch.export.export(model, (x,)), 'model.pt2')"
         )
     return adapt_estimator(model, feature_names=feature_names, positive_class=positive_class)
-
-
-# --------------------------------------------------------------------- loading
-
-
-def load_model_file(path: Path) -> Any:
-    """Load a model file the user named, by its suffix.
-
-    ``.pt2``: through the torch adapter; ``.json`` / ``.ubj``: an ``xgboost.Booster``;
-    anything else is unpickled. Only ever called on a path the user passed
-    explicitly: unpickling runs code, so never on files found by searching.
-    """
-    suffix = path.suffix.lower()
-    if not path.is_file():
-        raise ModelError(f"{path}: no such model file")
-    if suffix == ".pt2":
-        try:
-            import torch  # noqa: F401 - loading the program imports it anyway
-        except ImportError:
-            raise ModelError(
-                f"{path}: .pt2 models need torch (pip install 'pytest-clinaudit[torch]')"
-            ) from None
-        from .nn import TorchClassifier
-
-        try:
-            return TorchClassifier.from_file(path)
-        except Exception as exc:  # noqa: BLE001 - any loading failure is the file's problem
-            raise ModelError(
-                f"{path}: not a torch exported program ({type(exc).__name__}: "
-                f"{str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ''})"
-            ) from None
-    if suffix in {".json", ".ubj"}:
-        import xgboost
-
-        booster = xgboost.Booster()
-        try:
-            booster.load_model(str(path))
-        except xgboost.core.XGBoostError as exc:
-            raise ModelError(f"{path}: not an XGBoost model ({str(exc).splitlines()[0]})") from None
-        return booster
-    import pickle
-
-    try:
-        with path.open("rb") as handle:
-            return pickle.load(handle)  # noqa: S301 - a file the user named explicitly
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure is the file's problem
-        raise ModelError(f"{path}: cannot be unpickled ({type(exc).__name__}: {exc})") from None
 
 
 def binary_labels(values: Sequence[Any], positive_class: Any, *, column: str) -> IntArray:

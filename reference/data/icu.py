@@ -34,13 +34,11 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
+from .dataset import DataError, Dataset, LoadContext
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-    # data.py imports this module to register ICUSynthSource in SOURCES, so
-    # this module imports data.py only inside functions (no import cycle).
-    from .data import Dataset, LoadContext
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
@@ -235,8 +233,6 @@ def _z_score(
     """
     import numpy as np
 
-    from .data import DataError
-
     n = raw_train.shape[0]
     mean = np.array([math.fsum(column) / n for column in raw_train.T])
     deviations = raw_train - mean
@@ -277,8 +273,6 @@ def generate_icu_cohort(
         ``"icu-synth"``) together with the raw rows and the z-scoring statistics.
     """
     import numpy as np
-
-    from .data import DataError, Dataset
 
     if n_train < 2 or n_test < 1:
         raise DataError(f"icu-synth: need n_train >= 2 and n_test >= 1, got {n_train} and {n_test}")

@@ -13,7 +13,7 @@ always answers, as the specification asks.
 The loss-threshold attack needs no shadow model: a model fits its training rows
 better than unseen ones, so a low loss on ``(x, y)`` is evidence of membership.
 It works from losses (a torch program's own
-:meth:`~.nn.TorchClassifier.row_losses`) or from probabilities
+:meth:`~..models.torch_adapter.TorchClassifier.row_losses`) or from probabilities
 (:func:`loss_threshold_attack`). LiRA (:mod:`.lira`) reports through the same
 :class:`MembershipAttack` records.
 """

@@ -17,9 +17,8 @@ collision between different rows, about 3e-8 likely at a million rows, is
 detected and then resolved by the content itself), and equal rows are
 interchangeable, so the drawn *content* is the same for every file order.
 
-Also here: the training rows' per-feature standard deviation and range, the
-units of every ε and step in training standard deviations (FGSM budgets in
-:func:`~.attacks.fgsm_budget`, the own-data walk, HopSkipJump).
+The training rows' per-feature standard deviation and range, the units of every
+ε and step in training standard deviations, are :func:`~..attacks.budget.training_scale`.
 """
 
 from __future__ import annotations
@@ -30,6 +29,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+    from ..data import Dataset
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
@@ -197,27 +198,26 @@ def membership_sample(
     )
 
 
-# ------------------------------------------------------- training statistics
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class FeatureScale:
-    """Per-feature training statistics, each shape (d,): population std (ddof=0), min, max."""
-
-    std: FloatArray
-    low: FloatArray
-    high: FloatArray
-
-
-def training_scale(X_train: FloatArray) -> FeatureScale:
-    """The training rows' per-feature std (ddof=0, as ``StandardScaler``), min and max.
-
-    A constant feature has std 0: no ε budget moves it, which is what "ε in std
-    units" means for it, and clipping to its range would pin it anyway.
-    """
+def draw_canonical(n: int, k: int, seed: int) -> IntArray:
+    """``k`` of ``n`` rows in canonical order, by a seeded permutation (order-free draws)."""
     import numpy as np
 
-    X = np.asarray(X_train, dtype=np.float64)
-    if X.ndim != 2 or X.shape[0] == 0:
-        raise ValueError(f"training rows must be a non-empty 2-D array, got shape {X.shape}")
-    return FeatureScale(X.std(axis=0), X.min(axis=0), X.max(axis=0))
+    permutation: IntArray = np.random.RandomState(seed).permutation(n)[: min(k, n)]
+    return permutation
+
+
+def canonical(data: Dataset) -> Dataset:
+    """``data`` with each split in canonical row order (a function of its rows' content)."""
+    from ..data import Dataset as Split
+
+    train = canonical_order(data.X_train, data.y_train)
+    test = canonical_order(data.X_test, data.y_test)
+    return Split(
+        name=data.name,
+        label=data.label,
+        feature_names=data.feature_names,
+        X_train=data.X_train[train],
+        y_train=data.y_train[train],
+        X_test=data.X_test[test],
+        y_test=data.y_test[test],
+    )

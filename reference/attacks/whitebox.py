@@ -1,7 +1,7 @@
 """FGSM and PGD through the audited model's own gradient (SPEC §7.2, §7.3).
 
 The model is anything with a :class:`Differentiable` interface (the
-:class:`~.nn.TorchClassifier` adapter of a ``model.pt2``): these functions
+:class:`~..models.torch_adapter.TorchClassifier` adapter of a ``model.pt2``): these functions
 never import torch. Perturbations are computed in float64 NumPy from the
 gradient's sign, exactly as the specification writes them.
 """
@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .attacks import Budget, draw_rows
+from .budget import Budget
+from .classifier import draw_rows
 from .params import FGSMParams
 
 if TYPE_CHECKING:

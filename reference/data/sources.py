@@ -1,0 +1,24 @@
+"""The registry of dataset sources, by the name a variant file's ``[dataset] source`` uses.
+
+Each source is a frozen record of its settings that can load the rows and
+fingerprint them (for cache keys) without loading when that is cheaper. A new
+source is a module of this package; it registers here, where the registry can
+import it, never in a base module that it imports back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dataset import CSVSource
+from .icu import ICUSynthSource
+from .mimic import MimicSource
+from .wdbc import WDBCSource
+
+SOURCES: dict[str, type[Any]] = {
+    "wdbc": WDBCSource,
+    "csv": CSVSource,
+    "icu-synth": ICUSynthSource,
+    "mimic": MimicSource,
+}
+"""Dataset sources by the name a variant file's ``[dataset] source`` uses."""

@@ -1,0 +1,153 @@
+"""The adapter of a torch exported program (SPEC §7.1): logits, probabilities, gradients."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .determinism import one_thread
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import torch
+
+    FloatArray = npt.NDArray[np.float64]
+    IntArray = npt.NDArray[np.int64]
+
+
+class TorchClassifier:
+    """A loaded ``model.pt2`` with the classifier interface the attacks call.
+
+    ``f`` maps float32 (n, d) raw features to float32 (n,) class-1 logits
+    (SPEC §7.1). Then ``p(X) = sigmoid(f(X))`` in float32, widened to float64,
+    and ``pred(X) = f(X) > 0``.
+
+    Rows are evaluated in chunks of exactly :attr:`CHUNK` rows, the last one
+    padded with copies of its last row. A matrix product may round a row
+    differently depending on how many rows share the call (measured on this
+    CPU build: when the row count is not a multiple of 4, the remainder rows
+    take another kernel), so without fixed chunks ``p`` of a row would depend
+    on which other rows the auditor happened to query with it. With them, each
+    row's logit is a function of that row alone. A row-at-a-time evaluation
+    (one row per call) may still differ in the last float32 bit; SPEC §7.1
+    allows for that and the reference evaluates in batches.
+    """
+
+    CHUNK = 512
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> TorchClassifier:
+        import torch
+
+        with one_thread():
+            program = torch.export.load(io.BytesIO(data))
+        return cls(program.module())
+
+    @classmethod
+    def from_file(cls, path: Path | str) -> TorchClassifier:
+        return cls.from_bytes(Path(path).read_bytes())
+
+    def _chunks(self, X: Any) -> Iterator[tuple[torch.Tensor, int]]:
+        """Float32 chunks of exactly CHUNK rows, and how many rows of each are real."""
+        import numpy as np
+        import torch
+
+        # A copy: the datasets' arrays are read-only, which torch warns about.
+        rows = torch.from_numpy(np.array(X, dtype=np.float32))
+        if rows.ndim != 2:
+            raise ValueError(f"expected a 2-d array of rows, got shape {tuple(rows.shape)}")
+        for start in range(0, len(rows), self.CHUNK):
+            chunk = rows[start : start + self.CHUNK]
+            real = len(chunk)
+            if real < self.CHUNK:
+                chunk = torch.cat([chunk, chunk[-1:].expand(self.CHUNK - real, -1)])
+            yield chunk, real
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.module(x)
+        if out.shape != (len(x),):
+            raise ValueError(
+                f"the model returned shape {tuple(out.shape)} for {len(x)} rows; "
+                "expected one class-1 logit per row, shape (n,)"
+            )
+        return out
+
+    def logits(self, X: Any) -> Any:
+        """``f(X)``: float32 logits of class 1, shape (n,)."""
+        import numpy as np
+        import torch
+
+        parts = [np.empty(0, dtype=np.float32)]
+        with one_thread(), torch.no_grad():
+            for chunk, real in self._chunks(X):
+                parts.append(self._logits(chunk)[:real].numpy())
+        return np.concatenate(parts)
+
+    def predict_proba(self, X: Any) -> FloatArray:
+        """``[1 - p, p]`` with ``p = sigmoid(f(X))`` in float32 then float64, shape (n, 2)."""
+        import numpy as np
+        import torch
+
+        p = torch.sigmoid(torch.from_numpy(self.logits(X))).double().numpy()
+        proba: FloatArray = np.column_stack([1.0 - p, p])
+        return proba
+
+    def predict(self, X: Any) -> IntArray:
+        """``f(X) > 0`` as 0/1, shape (n,)."""
+        import numpy as np
+
+        pred: IntArray = (self.logits(X) > 0).astype(np.int64)
+        return pred
+
+    def row_losses(self, X: Any, y: Any) -> FloatArray:
+        """Binary cross-entropy of each row's logit against ``y``, shape (n,).
+
+        Evaluated in float64 from the float32 logit, as ``softplus(-f)`` for
+        label 1 and ``softplus(f)`` for label 0. In float32 the loss of every
+        row with ``|f|`` above about 17 (confidently right) rounds to exactly
+        0: on an overfit ICU model a quarter of all rows tie at 0 and a
+        loss-ranking attack cannot order them.
+        """
+        import numpy as np
+
+        z = self.logits(X).astype(np.float64)
+        positive = np.asarray(y) == 1
+        if z.shape != positive.shape:
+            raise ValueError(f"{len(z)} rows but {positive.size} labels")
+        losses: FloatArray = np.logaddexp(0.0, np.where(positive, -z, z))
+        return losses
+
+    def loss_gradient(self, X: Any, y: Any) -> FloatArray:
+        """``d/dX`` of the summed binary cross-entropy (SPEC §7.2 step 3), shape (n, d).
+
+        The sum's gradient with respect to one row is that row's own loss
+        gradient, so chunks (and padding rows, dropped) change nothing.
+        """
+        import numpy as np
+        import torch
+
+        labels = torch.from_numpy(np.array(y, dtype=np.float32))
+        parts = []
+        start = 0
+        with one_thread():
+            for chunk, real in self._chunks(X):
+                target = labels[start : start + real]
+                if real < self.CHUNK:
+                    target = torch.cat([target, target[-1:].expand(self.CHUNK - real)])
+                x = chunk.clone().requires_grad_(True)
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                    self._logits(x), target, reduction="sum"
+                )
+                (grad,) = torch.autograd.grad(loss, x)
+                parts.append(grad[:real].double().numpy())
+                start += real
+        if not parts:
+            return np.empty((0, np.asarray(X).shape[1]))
+        gradient: FloatArray = np.concatenate(parts)
+        return gradient
