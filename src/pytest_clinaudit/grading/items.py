@@ -9,7 +9,7 @@ controller, where :class:`Results` gathers them for the grade.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -17,8 +17,19 @@ from pytest_clinaudit.grading import checks
 from pytest_clinaudit.grading.scoring import CheckRecord
 from pytest_clinaudit.grading.values import shorten
 
-if TYPE_CHECKING:
-    from pytest_clinaudit.grading.session import GradingSession
+
+class CheckSource(Protocol):
+    """What the collector asks of a grading session (:class:`~.session.GradingSession`)."""
+
+    @property
+    def checks(self) -> list[checks.Check]:
+        """Every check of the session, built-in ones first."""
+        ...
+
+    @property
+    def builtin_names(self) -> set[str]:
+        """The names of the built-in checks, known once :attr:`checks` was read."""
+        ...
 
 
 class Results:
@@ -46,7 +57,7 @@ class CheckFailed(Exception):
 class GradingCollector(pytest.Collector):
     """The only collector of a grading session: one item per check."""
 
-    def __init__(self, *, grading: GradingSession, **kwargs: Any) -> None:
+    def __init__(self, *, grading: CheckSource, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.grading = grading
 
