@@ -38,6 +38,87 @@ class Differentiable(Protocol):
         """Binary cross-entropy of each row, shape (n,)."""
         ...
 
+    def logits(self, X: Any) -> Any:
+        """The class-1 logit ``f(x)`` of each row, shape (n,)."""
+        ...
+
+    def logit_gradient(self, X: Any) -> Any:
+        """``d f(x) / dx`` of each row's own logit, shape (n, d)."""
+        ...
+
+
+def fgsm_direction(model: Differentiable, X: FloatArray, y: IntArray) -> FloatArray:
+    """SPEC §7.2 step 4 ("sps-v1-wb2"): ``(1 - 2y) * sign(d f / dx)`` per row, shape (n, d).
+
+    In exact arithmetic this is the sign of the cross-entropy gradient
+    (``(sigmoid(f) - y) * df/dx``, whose first factor has the sign of
+    ``1 - 2y``), without the float32 saturation that makes that gradient exactly
+    zero where ``|f| > ~17``. A row whose logit gradient is zero moves nothing.
+    """
+    import numpy as np
+
+    sign = np.sign(np.asarray(model.logit_gradient(X), dtype=np.float64))
+    direction: FloatArray = (1.0 - 2.0 * np.asarray(y, dtype=np.float64))[:, None] * sign
+    return direction
+
+
+def zero_gradient_fraction(direction: FloatArray) -> float:
+    """The share of rows whose direction is all zero (SPEC §7.3): they cannot move."""
+    import numpy as np
+
+    if not len(direction):
+        return 0.0
+    return float(np.mean(~np.any(direction != 0, axis=1)))
+
+
+def margin_pgd(
+    model: Differentiable,
+    X: FloatArray,
+    y: IntArray,
+    *,
+    budget: Budget,
+    steps: int,
+    restarts: int,
+    seed: int,
+) -> FloatArray:
+    """The strong attack of SPEC §7.3: PGD on the margin ``(1 - 2y) f(x)``, with restarts.
+
+    Each restart takes ``steps`` signed steps of ``alpha = 2.5 e / steps`` up the
+    margin (towards the wrong class), projecting onto the box
+    ``[X - e, X + e]`` and, with a clipping box in ``budget``, the training
+    range. The first restart starts at ``X``; the others at uniform points of
+    the (clipped) box, drawn from ``RandomState(seed)``. Per row, the restart
+    whose final margin is highest is kept. All restarts advance together, so
+    the model sees ``steps + 1`` batched calls, not ``restarts * steps``.
+
+    Shapes: X (n, d), y (n,) -> (n, d).
+    """
+    import numpy as np
+
+    if steps < 1 or restarts < 1:
+        raise ValueError(f"steps and restarts must be >= 1, got {steps} and {restarts}")
+    X = np.asarray(X, dtype=np.float64)
+    n = len(X)
+    if not n:
+        nothing: FloatArray = X.copy()
+        return nothing
+    alpha = 2.5 * budget.step / steps
+    low, high = np.tile(X - budget.step, (restarts, 1)), np.tile(X + budget.step, (restarts, 1))
+    sign_y = np.tile(1.0 - 2.0 * np.asarray(y, dtype=np.float64), restarts)
+    rng = np.random.RandomState(seed)
+    current = np.tile(X, (restarts, 1))
+    if restarts > 1:
+        current[n:] = rng.uniform(low[n:], high[n:])
+    current = budget.clip(current)
+    for _ in range(steps):
+        gradient = np.asarray(model.logit_gradient(current), dtype=np.float64)
+        step = alpha * sign_y[:, None] * np.sign(gradient)
+        current = budget.clip(np.clip(current + step, low, high))
+    margins = (sign_y * np.asarray(model.logits(current), dtype=np.float64)).reshape(restarts, n)
+    best = np.argmax(margins, axis=0)
+    adversarial: FloatArray = current.reshape(restarts, n, -1)[best, np.arange(n)]
+    return adversarial
+
 
 def fgsm_whitebox_sample(
     model: Differentiable,

@@ -123,6 +123,29 @@ class TorchClassifier:
         losses: FloatArray = np.logaddexp(0.0, np.where(positive, -z, z))
         return losses
 
+    def logit_gradient(self, X: Any) -> FloatArray:
+        """``d f(x) / dx`` of each row's own logit (SPEC §7.2 step 3), float64, shape (n, d).
+
+        The gradient of the summed logits with respect to one row is that row's
+        own logit gradient, so chunks (and padding rows, dropped) change nothing.
+        Unlike the gradient of the float32 cross-entropy it never saturates: a
+        row with ``|f| > 17`` has a sigmoid of exactly 1 in float32 and a loss
+        gradient of exactly 0, but its logit gradient is the network's own.
+        """
+        import numpy as np
+        import torch
+
+        parts = []
+        with one_thread():
+            for chunk, real in self._chunks(X):
+                x = chunk.clone().requires_grad_(True)
+                (grad,) = torch.autograd.grad(self._logits(x).sum(), x)
+                parts.append(grad[:real].double().numpy())
+        if not parts:
+            return np.empty((0, np.asarray(X).shape[1]))
+        gradient: FloatArray = np.concatenate(parts)
+        return gradient
+
     def loss_gradient(self, X: Any, y: Any) -> FloatArray:
         """``d/dX`` of the summed binary cross-entropy (SPEC §7.2 step 3), shape (n, d).
 
