@@ -214,6 +214,7 @@ def session_args(row: Row, options: BatchOptions, cache_dir: Path) -> tuple[str,
         variants_dirs=options.variants_dirs,
         mimic_dir=options.mimic_dir,
         meta=row.meta,
+        manifest=row.grader_manifest,
     )
     prefix = [sys.executable, "-m", "pytest"]
     if command[:3] != prefix:  # pragma: no cover - guards a change of grade_command
@@ -321,6 +322,8 @@ def warm_references(
     cache = ReferenceCache(cache_dir)
     fetched: dict[str, ReferenceKey | None] = {}
     for name in dict.fromkeys(row.variant for row in rows):
+        if name in catalog and catalog.find(name).is_game:
+            continue  # its sessions read their instance from the cache `clinaudit build` filled
         try:
             variant = catalog.get(name)
         except VariantError as exc:
