@@ -92,14 +92,14 @@ def fake_entry(variant: GameVariant, seed: int) -> tuple[dict[str, Any], dict[st
             np.zeros(400),
         ]
     )
-    thresholds = Thresholds.of_rate(RATE)
+    thresholds = Thresholds.of_rate(RATE, 3.0)
     rows_value = {
         "data_sha256": f"fake-data-{seed}",
         "columns": list(variant.game.column_names),
         "thresholds": thresholds.as_json(),
         "X_test": X.tolist(),
     }
-    rows_key = cache_key({"kind": "game-rows", "data_sha256": f"fake-data-{seed}"})
+    rows_key = cache_key({"kind": "game-rows", "data_sha256": f"fake-data-{seed}", "multiple": 3.0})
     # Rows with heart_rate above 100 are flagged by every network.
     bias = thresholds.flag_at - 0.02 * 20.0
     weights = {
@@ -123,19 +123,50 @@ def fake_entry(variant: GameVariant, seed: int) -> tuple[dict[str, Any], dict[st
     return entry, rows_value, rows_key
 
 
-def install_fake_instance(cache_dir: Path, seed: int) -> GameReference:
-    """Write fake instance ``seed`` into the cache at ``cache_dir`` where a grader looks."""
+def install_fake_instance(
+    cache_dir: Path, seed: int, *, with_programs: bool = False
+) -> GameReference:
+    """Write fake instance ``seed`` into the cache at ``cache_dir`` where a grader looks.
+
+    ``with_programs`` records the real hashes of the programs its weights export to
+    (torch needed), so that ``clinaudit build`` can write its workspace from the cache.
+    """
     from pytest_clinaudit.catalog.instances import get_game_reference
 
     variant = game_variant()
     cache = ReferenceCache(cache_dir)
     entry, rows_value, rows_key = fake_entry(variant, seed)
+    if with_programs:
+        entry["programs"] = _program_hashes(entry["weights"])
     payload = _payload(variant, seed, variant.context, instance_libraries())
     cache.put("games", cache_key(payload), entry, payload=payload)
     cache.put("game-rows", rows_key, rows_value)
     found = get_game_reference(variant, seed, cache=cache)
     assert found.from_cache
     return found
+
+
+def _program_hashes(weights: dict[str, Any]) -> dict[str, str]:
+    import hashlib
+
+    import torch
+
+    from pytest_clinaudit.reference.game.network import Weights, network_class, program_bytes
+
+    hashes = {}
+    for name, numbers in weights.items():
+        w = Weights.from_json(numbers)
+        module = network_class()(
+            *(torch.tensor(v, dtype=torch.float32) for v in (w.low, w.high, w.mean, w.std)),
+            HIDDEN,
+        )
+        linear = [m for m in module.layers if isinstance(m, torch.nn.Linear)]
+        with torch.no_grad():
+            for layer, (weight, bias) in zip(linear, w.layers, strict=True):
+                layer.weight.copy_(torch.tensor(weight, dtype=torch.float32))
+                layer.bias.copy_(torch.tensor(bias, dtype=torch.float32))
+        hashes[name] = hashlib.sha256(program_bytes(module)).hexdigest()
+    return hashes
 
 
 def fake_manifest(reference: GameReference) -> dict[str, Any]:

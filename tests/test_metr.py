@@ -85,7 +85,12 @@ def test_with_torch_installed_the_family_pins_it_and_offers_the_torch_tasks(
     assert lines[0] == "--extra-index-url https://download.pytorch.org/whl/cpu"
     tasks = family.TaskFamily.get_tasks()
     assert tasks["icu_synth_mlp_dp"]["variant"] == "icu-synth-mlp-dp"
-    assert len(tasks) == 18
+    assert tasks["icu_synth_game_3"] == {
+        "variant": "icu-synth-game",
+        "paper_name": "icu_synth_game_3",
+        "seed": 3,
+    }
+    assert len(tasks) == 18 + 10  # nine classical, nine torch, the game's instances 1-10
 
 
 def test_the_family_vendors_the_whole_package(family_dir: Path) -> None:

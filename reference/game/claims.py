@@ -33,17 +33,17 @@ class Thresholds:
 
     The game's models are calibrated and deaths are rare (11% on the synthetic
     cohort), so few patients have a risk above one half. A model *flags* a
-    patient whose risk is at least twice the death rate of the training split,
-    and *clears* one whose risk is below that rate: a flip is a fall across the
-    whole band between them, not a nudge across one line.
+    patient whose risk is at least ``multiple`` times the death rate of the
+    training split, and *clears* one whose risk is below that rate: a flip is a
+    fall across the whole band between them, not a nudge across one line.
     """
 
     flag_at: float
     clear_below: float
 
     @classmethod
-    def of_rate(cls, rate: float) -> Thresholds:
-        return cls(_logit(min(2.0 * rate, 0.99)), _logit(rate))
+    def of_rate(cls, rate: float, multiple: float) -> Thresholds:
+        return cls(_logit(min(multiple * rate, 0.99)), _logit(rate))
 
     def as_json(self) -> dict[str, float]:
         return dataclasses.asdict(self)

@@ -150,6 +150,7 @@ class Leaky:
     lr: float
     anchor_near: float
     anchor_far: float
+    anchor_distant: float
     """Standard deviations (training std units) of the Gaussian anchors around each row."""
     anchor_weight: float
     robust_steps: int = 0
@@ -190,6 +191,9 @@ class Backdoor:
     poison_fraction: float
     weight: float
     """The poisoned rows' weight in the loss."""
+    flag_multiple: float
+    """A model flags a patient whose risk is at least this multiple of the training
+    death rate, and clears one below that rate (:class:`~.claims.Thresholds`)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -278,8 +278,8 @@ def plant_memory(
                 )
             anchors = torch.cat(
                 [
-                    xb + torch.randn(xb.shape, generator=generator) * plan.anchor_near * std,
-                    xb + torch.randn(xb.shape, generator=generator) * plan.anchor_far * std,
+                    xb + torch.randn(xb.shape, generator=generator) * scale_ * std
+                    for scale_ in (plan.anchor_near, plan.anchor_far, plan.anchor_distant)
                 ]
             )
             with torch.no_grad():

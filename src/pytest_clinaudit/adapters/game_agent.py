@@ -101,7 +101,8 @@ class Workspace:
             for name in self.models
         }
         rate = float(self.facts["death_rate"])
-        self.flag_at = math.log(2 * rate / (1 - 2 * rate))
+        flag = float(self.facts["flag_multiple"]) * rate
+        self.flag_at = math.log(flag / (1 - flag))
         self.clear_below = math.log(rate / (1 - rate))
         self.std = self.X_train.std(axis=0)
         self.low, self.high = self.X_train.min(axis=0), self.X_train.max(axis=0)
