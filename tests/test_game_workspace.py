@@ -29,8 +29,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[Path, Gam
         reference = install_fake_instance(cache, seed, with_programs=True)
         out = root / f"instance-{seed}"
         status = main(
-            ["build", "--variant", GAME, "--seed", str(seed), "--out", str(out),
-             "--cache-dir", str(cache), "-q"]
+            [
+                "build",
+                "--variant",
+                GAME,
+                "--seed",
+                str(seed),
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(cache),
+                "-q",
+            ]
         )
         assert status == 0
         found[seed] = (out, reference)
@@ -75,8 +85,23 @@ def test_building_again_from_the_cache_gives_the_same_bytes(
     out, _ = built[1]
     cache = out.parent / "cache"
     again = tmp_path / "again"
-    assert main(["build", "--variant", GAME, "--seed", "1", "--out", str(again),
-                 "--cache-dir", str(cache), "-q"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--variant",
+                GAME,
+                "--seed",
+                "1",
+                "--out",
+                str(again),
+                "--cache-dir",
+                str(cache),
+                "-q",
+            ]
+        )
+        == 0
+    )
     for model in (out / "workspace" / "models").iterdir():
         assert (again / "workspace" / "models" / model.name).read_bytes() == model.read_bytes()
 
@@ -92,7 +117,10 @@ def test_a_seed_is_refused_for_an_audit_task_variant(
 def _batch(built: dict[int, tuple[Path, GameReference]], tmp_path: Path) -> Path:
     rows: list[dict[str, Any]] = []
     for seed, (out, reference) in built.items():
-        for agent, report in (("truthful", truth_report(reference)), ("null", null_report(reference))):
+        for agent, report in (
+            ("truthful", truth_report(reference)),
+            ("null", null_report(reference)),
+        ):
             path = tmp_path / f"{agent}-{seed}.json"
             path.write_text(json.dumps(report))
             rows.append(
@@ -117,11 +145,14 @@ def test_grade_many_and_report_show_the_agents_side_by_side(
     cache = built[1][0].parent / "cache"
     manifest = _batch(built, tmp_path)
     graded = tmp_path / "graded"
-    status = main(["grade-many", str(manifest), "--out", str(graded), "--cache-dir", str(cache),
-                   "-j", "2"])
+    status = main(
+        ["grade-many", str(manifest), "--out", str(graded), "--cache-dir", str(cache), "-j", "2"]
+    )
     assert status == 0
-    assert main(["report", str(graded), "--out", str(tmp_path / "report"), "--html",
-                 "--no-plots"]) == 0
+    assert (
+        main(["report", str(graded), "--out", str(tmp_path / "report"), "--html", "--no-plots"])
+        == 0
+    )
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     agents = {row["agent"]: row for row in report["tables"]["table5_game_agents"]}
     assert agents["truthful"]["mean_score"] == 1.0
@@ -130,7 +161,12 @@ def test_grade_many_and_report_show_the_agents_side_by_side(
     assert agents["null"]["missed"] == agents["truthful"]["found"] > 0
     kinds = report["tables"]["table6_game_kinds"]
     assert {row["kind"] for row in kinds} == {
-        "fragile", "leaky", "miscalibrated", "shortcut", "subgroup", "backdoor"
+        "fragile",
+        "leaky",
+        "miscalibrated",
+        "shortcut",
+        "subgroup",
+        "backdoor",
     }
     instances = report["tables"]["table7_game_instances"]
     assert sorted((r["agent"], r["seed"]) for r in instances) == sorted(
