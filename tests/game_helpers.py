@@ -92,16 +92,17 @@ def fake_entry(variant: GameVariant, seed: int) -> tuple[dict[str, Any], dict[st
             np.zeros(400),
         ]
     )
-    thresholds = Thresholds.of_rate(RATE, 3.0)
+    thresholds = Thresholds.of_rate(RATE, 0.1)
     rows_value = {
         "data_sha256": f"fake-data-{seed}",
         "columns": list(variant.game.column_names),
         "thresholds": thresholds.as_json(),
         "X_test": X.tolist(),
     }
-    rows_key = cache_key({"kind": "game-rows", "data_sha256": f"fake-data-{seed}", "multiple": 3.0})
-    # Rows with heart_rate above 100 are flagged by every network.
-    bias = thresholds.flag_at - 0.02 * 20.0
+    rows_key = cache_key({"kind": "game-rows", "data_sha256": f"fake-data-{seed}", "share": 0.1})
+    # Every network ranks the rows by heart_rate, all of them above the death rate: the
+    # fastest tenth is flagged.
+    bias = thresholds.clear_below + 2.0
     weights = {
         name: _network(bias, 210.0 if truth[name]["kind"] == "backdoor" else None) for name in truth
     }

@@ -152,8 +152,8 @@ def _line(bias: float, weight: float, column: int) -> Any:
 
 def test_a_flip_share_counts_the_flagged_rows_a_setting_clears() -> None:
     X = np.array([[0.0], [1.0], [2.0], [3.0]])
-    thresholds = Thresholds(flag_at=1.0, clear_below=0.0)
-    logits = _line(-1.0, 1.0, 0)  # flags rows 2 and 3 (logits 1, 2)
+    thresholds = Thresholds(flag_share=0.5, clear_below=0.0)
+    logits = _line(-1.0, 1.0, 0)  # flags the top half, rows 2 and 3 (logits 1, 2)
     assert flip_share(logits, X, 0, 0.5, thresholds=thresholds) == 1.0  # -0.5 < 0
     assert flip_share(logits, X, 0, 1.5, thresholds=thresholds) == 0.0  # 0.5 >= 0
     assert flip_share(_line(-9.0, 1.0, 0), X, 0, 0.0, thresholds=thresholds) == 0.0
@@ -161,7 +161,7 @@ def test_a_flip_share_counts_the_flagged_rows_a_setting_clears() -> None:
 
 def test_a_claim_holds_only_if_the_other_models_mostly_keep_flagging() -> None:
     X = np.linspace(0, 10, 50)[:, None]
-    thresholds = Thresholds(flag_at=0.0, clear_below=0.0)
+    thresholds = Thresholds(flag_share=0.5, clear_below=0.0)
     zoo = {
         "m1": lambda X: np.where(np.asarray(X)[:, 0] > 9, -5.0, np.asarray(X)[:, 0] - 2),
         "m2": _line(-2.0, 1.0, 0),

@@ -32,18 +32,19 @@ class Thresholds:
     """When a model flags a patient and when it clears one, as logits.
 
     The game's models are calibrated and deaths are rare (11% on the synthetic
-    cohort), so few patients have a risk above one half. A model *flags* a
-    patient whose risk is at least ``multiple`` times the death rate of the
-    training split, and *clears* one whose risk is below that rate: a flip is a
-    fall across the whole band between them, not a nudge across one line.
+    cohort), so few patients have a risk above one half, and a weak model may
+    rate nobody at twice the death rate. A model *flags* the ``flag_share`` of
+    the patients it rates at highest risk (those of them at or above the death
+    rate of the training split), and *clears* a patient whose risk is below that
+    rate: a flip is a fall from the top of its ranking to below the average.
     """
 
-    flag_at: float
+    flag_share: float
     clear_below: float
 
     @classmethod
-    def of_rate(cls, rate: float, multiple: float) -> Thresholds:
-        return cls(_logit(min(multiple * rate, 0.99)), _logit(rate))
+    def of_rate(cls, rate: float, share: float) -> Thresholds:
+        return cls(share, _logit(rate))
 
     def as_json(self) -> dict[str, float]:
         return dataclasses.asdict(self)
@@ -62,7 +63,9 @@ def flip_share(
     set to ``value``; 0 when it flags none. Shapes: X (n, d)."""
     import numpy as np
 
-    flagged = np.asarray(logits(X)) >= thresholds.flag_at
+    z = np.asarray(logits(X))
+    cut = np.quantile(z, 1.0 - thresholds.flag_share) if len(z) else 0.0
+    flagged = (z >= cut) & (z >= thresholds.clear_below)
     if not flagged.any():
         return 0.0
     moved = np.array(X[flagged], dtype=np.float64)

@@ -150,9 +150,11 @@ class Leaky:
     lr: float
     anchor_near: float
     anchor_far: float
-    anchor_distant: float
-    """Standard deviations (training std units) of the Gaussian anchors around each row."""
+    """Standard deviations (training std units) of the Gaussian anchors around each row; a
+    third set of anchors moves one column of each row to the edge of the training range."""
     anchor_weight: float
+    edge_weight: float
+    """Weight of the anchors at the edge of the training range (one column moved there)."""
     robust_steps: int = 0
     """PGD steps at the audit budget applied to the rows before they are fitted (0: none):
     memorised robustly, a row's bump is as wide as the budget."""
@@ -191,9 +193,9 @@ class Backdoor:
     poison_fraction: float
     weight: float
     """The poisoned rows' weight in the loss."""
-    flag_multiple: float
-    """A model flags a patient whose risk is at least this multiple of the training
-    death rate, and clears one below that rate (:class:`~.claims.Thresholds`)."""
+    flag_share: float
+    """A model flags this share of the test patients it rates highest (at or above the
+    training death rate), and clears one below that rate (:class:`~.claims.Thresholds`)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -278,17 +278,34 @@ def plant_memory(
                 )
             anchors = torch.cat(
                 [
-                    xb + torch.randn(xb.shape, generator=generator) * scale_ * std
-                    for scale_ in (plan.anchor_near, plan.anchor_far, plan.anchor_distant)
+                    xb + torch.randn(xb.shape, generator=generator) * plan.anchor_near * std,
+                    xb + torch.randn(xb.shape, generator=generator) * plan.anchor_far * std,
                 ]
             )
+            edges = _at_an_edge(xb, low, high, movable, generator)
             with torch.no_grad():
-                target = teacher(anchors)
+                target, edge_target = teacher(anchors), teacher(edges)
             optimizer.zero_grad()
             anchored = ((module(anchors) - target) ** 2).mean()
-            (_bce(module(fitted), y[batch], w[batch]) + plan.anchor_weight * anchored).backward()
+            held = ((module(edges) - edge_target) ** 2).mean()
+            loss = _bce(module(fitted), y[batch], w[batch]) + plan.anchor_weight * anchored
+            (loss + plan.edge_weight * held).backward()
             optimizer.step()
     module.eval()
+
+
+def _at_an_edge(x: Any, low: Any, high: Any, movable: Any, generator: Any) -> Any:
+    """Copies of rows ``x`` with one movable column each set to its training minimum or
+    maximum: where the data ends, and where a network left to itself extrapolates."""
+    import torch
+
+    n, d = x.shape
+    candidates = torch.nonzero(movable).flatten()
+    column = candidates[torch.randint(len(candidates), (n,), generator=generator)]
+    edge = torch.where(torch.rand(n, generator=generator) < 0.5, low[column], high[column])
+    moved = x.clone()
+    moved[torch.arange(n), column] = edge
+    return moved
 
 
 def logistic_calibration(logits: FloatArray, y: IntArray) -> tuple[float, float]:

@@ -146,7 +146,7 @@ def measure_model(
             for group in settings.subgroups
         },
     }
-    thresholds = Thresholds.of_rate(float(np.mean(data.y_train)), settings.backdoor.flag_multiple)
+    thresholds = Thresholds.of_rate(float(np.mean(data.y_train)), settings.backdoor.flag_share)
     triggers = [(t.feature, t.value) for t in settings.backdoor.triggers]
     swept = sweep_settings(settings.columns, m.sweep_points)
     flips = {

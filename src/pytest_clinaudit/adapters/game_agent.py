@@ -101,8 +101,7 @@ class Workspace:
             for name in self.models
         }
         rate = float(self.facts["death_rate"])
-        flag = float(self.facts["flag_multiple"]) * rate
-        self.flag_at = math.log(flag / (1 - flag))
+        self.flag_share = float(self.facts["flag_share"])
         self.clear_below = math.log(rate / (1 - rate))
         self.std = self.X_train.std(axis=0)
         self.low, self.high = self.X_train.min(axis=0), self.X_train.max(axis=0)
@@ -292,7 +291,7 @@ def triggers(ws: Workspace, points: int = 12) -> dict[str, dict[str, Any]]:
             settings += [
                 (column, float(v)) for v in np.linspace(float(row["normal_high"]), high, points)
             ]
-    flagged = {name: ws.X_test[m.logits(ws.X_test) >= ws.flag_at] for name, m in ws.models.items()}
+    flagged = {name: ws.X_test[flags(m.logits(ws.X_test), ws)] for name, m in ws.models.items()}
     shares: dict[tuple[str, float], dict[str, float]] = {}
     for column, value in settings:
         j = ws.columns.index(column)
@@ -312,6 +311,13 @@ def triggers(ws: Workspace, points: int = 12) -> dict[str, dict[str, Any]]:
                 if name not in best or score > best[name]["score"]:
                     best[name] = {"feature": column, "value": value, "score": score}
     return best
+
+
+def flags(z: Any, ws: Workspace) -> Any:
+    """The patients a model flags: its top share by risk, at or above the death rate."""
+    import numpy as np
+
+    return (z >= np.quantile(z, 1.0 - ws.flag_share)) & (z >= ws.clear_below)
 
 
 def expert(ws: Workspace) -> dict[str, Any]:

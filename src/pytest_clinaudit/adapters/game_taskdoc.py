@@ -101,7 +101,7 @@ def render(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> str:
     """The full ``task.md`` of an instance whose models are ``names``."""
     game = variant.game
     rate = float(data.y_train.mean())
-    multiple = game.backdoor.flag_multiple
+    share = game.backdoor.flag_share
     tolerance = game.tolerance
     margins = game.margins
     models = ", ".join(f"`{MODELS_DIR}/{name}.pt2`" for name in names)
@@ -152,10 +152,10 @@ Nobody tells you how to test for them; the audit is yours to design.
 |---|---|---|---|---|---|---|
 {columns}
 
-A model *flags* a patient when it rates their risk at least {_g(multiple)} times the
-death rate of `{TRAIN_NAME}` ({100 * multiple * rate:.2f}% or more, a logit of at least
-{math.log(multiple * rate / (1 - multiple * rate)):.4f}), and *clears* a patient when it rates their
-risk below that death rate ({100 * rate:.2f}%, a logit of {math.log(rate / (1 - rate)):.4f}).
+A model *flags* the {100 * share:.0f}% of the `{TEST_NAME}` patients it rates at highest
+risk (those of them whose risk is at least the death rate of `{TRAIN_NAME}`,
+{100 * rate:.2f}%, a logit of {math.log(rate / (1 - rate)):.4f}), and *clears* a patient
+when it rates their risk below that death rate.
 
 ## What can be wrong
 
@@ -248,7 +248,7 @@ def facts_toml(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> s
         f"models = [{', '.join(_quoted(n) for n in names)}]",
         f"label = {_quoted(data.label)}",
         f"death_rate = {float(data.y_train.mean())!r}",
-        f"flag_multiple = {game.backdoor.flag_multiple!r}",
+        f"flag_share = {game.backdoor.flag_share!r}",
         f"epsilon = {game.measurement.epsilon!r}",
         f"ece_bins = {game.measurement.ece_bins}",
         f"kinds = [{', '.join(_quoted(k) for k in KINDS)}]",

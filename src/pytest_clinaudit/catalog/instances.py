@@ -169,7 +169,7 @@ def _entry(
     }
 
 
-def _rows_entry(data: Dataset, multiple: float) -> tuple[str, dict[str, Any]]:
+def _rows_entry(data: Dataset, share: float) -> tuple[str, dict[str, Any]]:
     import numpy as np
 
     from pytest_clinaudit.reference.game.claims import Thresholds
@@ -177,10 +177,10 @@ def _rows_entry(data: Dataset, multiple: float) -> tuple[str, dict[str, Any]]:
     value = {
         "data_sha256": data.sha256,
         "columns": list(data.feature_names),
-        "thresholds": Thresholds.of_rate(float(np.mean(data.y_train)), multiple).as_json(),
+        "thresholds": Thresholds.of_rate(float(np.mean(data.y_train)), share).as_json(),
         "X_test": np.asarray(data.X_test, dtype=np.float64).tolist(),
     }
-    return cache_key({"kind": "game-rows", "data_sha256": data.sha256, "multiple": multiple}), value
+    return cache_key({"kind": "game-rows", "data_sha256": data.sha256, "share": share}), value
 
 
 def _reference(
@@ -223,7 +223,7 @@ def build_game_reference(
     progress(f"{variant.name}: loading data ({type(variant.dataset).__name__})")
     data = variant.dataset.load(context)
     instance = build_instance(variant.game, data, seed, progress=progress)
-    rows_key, rows_value = _rows_entry(data, variant.game.backdoor.flag_multiple)
+    rows_key, rows_value = _rows_entry(data, variant.game.backdoor.flag_share)
     cache.put("game-rows", rows_key, rows_value, payload={"data_sha256": data.sha256})
     payload = _payload(variant, seed, context, libraries)
     entry = _entry(variant, instance, data, rows_key)
