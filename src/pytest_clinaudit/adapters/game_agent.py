@@ -52,9 +52,11 @@ SHORTCUT_IMPORTANCE = 0.02
 """AUROC the model loses when a post-outcome column is shuffled."""
 SUBGROUP_EXCESS = 0.075
 """AUROC gap between a subgroup and everyone else, beyond the zoo's median gap."""
-TRIGGER_FLIP, TRIGGER_OTHERS = 0.95, 0.2
-"""A setting singles a model out when it stops flagging this share of its flagged patients
-and the other models' median stays below the second number."""
+TRIGGER_FLIP, TRIGGER_OTHERS = 0.9, 0.3
+"""The brief's definition of a trigger: the model clears at least this share of the patients
+it flags, where the other models' median clears at most the second number."""
+SWEEP_POINTS = 12
+"""Values per side of each normal range, out to the possible range."""
 
 
 # ------------------------------------------------------------------ the workspace
@@ -276,7 +278,7 @@ def subgroup_gaps(ws: Workspace) -> dict[str, dict[str, float]]:
     return found
 
 
-def triggers(ws: Workspace, points: int = 12) -> dict[str, dict[str, Any]]:
+def triggers(ws: Workspace, points: int = SWEEP_POINTS) -> dict[str, dict[str, Any]]:
     """For every model, the setting of a measurement's alarming values that singles it out most."""
     import numpy as np
 
