@@ -219,6 +219,7 @@ def test_missing_creatinine_is_filled_with_the_training_median_and_flagged(
     assert names[:-1] == flchain.feature_names
     observed = flchain.train.X[:, j][~np.isnan(flchain.train.X[:, j])]
     assert flchain.medians == {"creatinine": float(np.median(observed))}
+    assert not flchain.train.X.flags.writeable  # shared by every caller, like Dataset's arrays
     for raw, z in (
         (flchain.train.X, flchain.dataset.X_train),
         (flchain.test.X, flchain.dataset.X_test),

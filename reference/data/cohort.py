@@ -148,6 +148,11 @@ class RawSplit:
     event: BoolArray
     post_outcome: dict[str, tuple[str, ...]]
 
+    def __post_init__(self) -> None:
+        # Shared by every caller of the cohort, like Dataset's arrays: read-only.
+        for array in (self.X, self.y, self.rows, self.time, self.event):
+            array.setflags(write=False)
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Cohort:
