@@ -1,7 +1,7 @@
 """``clinaudit grade-many``: grade every submission of a manifest, in parallel.
 
 Each submission is graded by its own pytest session, exactly the session a
-grader runs by hand (:func:`pytest_clinaudit.grading.runner.grade_command`), which
+grader runs by hand (:func:`pytest_clinaudit.grading.runner.session_args`), which
 writes ``<name>.junit.xml`` and ``<name>.score.json`` into the output
 directory. Sessions run side by side (``-j N``) through an executor of
 :mod:`pytest_clinaudit.batch.executor`.
@@ -41,14 +41,14 @@ from typing import IO, Any
 
 from pytest_clinaudit.batch.executor import (
     Executor,
-    Finished,
     Session,
     default_executor,
     make_executor,
 )
 from pytest_clinaudit.batch.manifest import Row
 from pytest_clinaudit.files import sha256_file, write_atomic, write_json_atomic
-from pytest_clinaudit.grading.runner import grade_command
+from pytest_clinaudit.grading import runner
+from pytest_clinaudit.grading.runner import Finished
 from pytest_clinaudit.grading.scoring import CATEGORIES, NONE
 from pytest_clinaudit.grading.values import json_number
 
@@ -202,23 +202,21 @@ class BatchResult:
 
 
 def session_args(row: Row, options: BatchOptions, cache_dir: Path) -> tuple[str, ...]:
-    """pytest's arguments for grading ``row``: :func:`grade_command` without the interpreter."""
+    """pytest's arguments for grading ``row`` (:func:`runner.session_args`)."""
     junit_xml, score_json = _outputs(options.out, row)
-    command = grade_command(
-        row.submission,
-        row.variant,
-        score_json=score_json,
-        junit_xml=junit_xml,
-        profile=options.profile,
-        cache_dir=cache_dir,
-        variants_dirs=options.variants_dirs,
-        mimic_dir=options.mimic_dir,
-        meta=row.meta,
+    return tuple(
+        runner.session_args(
+            row.submission,
+            row.variant,
+            score_json=score_json,
+            junit_xml=junit_xml,
+            profile=options.profile,
+            cache_dir=cache_dir,
+            variants_dirs=options.variants_dirs,
+            mimic_dir=options.mimic_dir,
+            meta=row.meta,
+        )
     )
-    prefix = [sys.executable, "-m", "pytest"]
-    if command[:3] != prefix:  # pragma: no cover - guards a change of grade_command
-        raise RuntimeError(f"grade_command no longer starts with {prefix}: {command[:4]}")
-    return tuple(command[3:])
 
 
 def _outputs(out: Path, row: Row) -> tuple[Path, Path]:
