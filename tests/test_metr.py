@@ -85,7 +85,20 @@ def test_with_torch_installed_the_family_pins_it_and_offers_the_torch_tasks(
     assert lines[0] == "--extra-index-url https://download.pytorch.org/whl/cpu"
     tasks = family.TaskFamily.get_tasks()
     assert tasks["icu_synth_mlp_dp"]["variant"] == "icu-synth-mlp-dp"
-    assert len(tasks) == 18
+    assert set(family.TORCH_TASKS) <= set(tasks)
+
+
+def test_with_scikit_survival_installed_the_family_pins_it_and_offers_the_cohort_tasks(
+    family_dir: Path, family: ModuleType
+) -> None:
+    pytest.importorskip("sksurv")
+    lines = (family_dir / "requirements.txt").read_text().splitlines()
+    pins = dict(line.split("==") for line in lines if "==" in line)
+    assert pins["scikit-survival"] == metadata.version("scikit-survival")
+    tasks = family.TaskFamily.get_tasks()
+    assert tasks["flchain_hardened"]["variant"] == "flchain-hard"
+    assert set(family.COHORT_TASKS) <= set(tasks)
+    assert len(tasks) == len(family.TASKS) + len(family.TORCH_TASKS) + len(family.COHORT_TASKS)
 
 
 def test_the_family_vendors_the_whole_package(family_dir: Path) -> None:

@@ -50,16 +50,30 @@ TORCH_TASKS = {
     "mimic_mlp_pgd": "mimic-mlp-pgd",
     "mimic_mlp_dp": "mimic-mlp-dp",
 }
+# The real cohorts (FLCHAIN, WHAS500): offered when requirements.txt installs scikit-survival,
+# whose wheel carries their files.
+COHORT_TASKS = {
+    "flchain_baseline": "flchain-baseline",
+    "flchain_calibrated": "flchain-calibrated",
+    "flchain_hardened": "flchain-hard",
+    "whas500_baseline": "whas500-baseline",
+    "whas500_hardened": "whas500-hard",
+}
 
 
 def all_tasks() -> dict[str, str]:
-    """The tasks this family offers: the torch ones only if its requirements install torch."""
+    """The tasks this family offers: the torch and cohort ones only if its requirements
+    install torch and scikit-survival."""
     try:
         requirements = (FAMILY_DIR / "requirements.txt").read_text(encoding="utf-8")
     except OSError:
         requirements = ""
-    with_torch = any(line.startswith("torch==") for line in requirements.splitlines())
-    return {**TASKS, **(TORCH_TASKS if with_torch else {})}
+    pinned = {line.split("==")[0] for line in requirements.splitlines() if "==" in line}
+    return {
+        **TASKS,
+        **(TORCH_TASKS if "torch" in pinned else {}),
+        **(COHORT_TASKS if "scikit-survival" in pinned else {}),
+    }
 
 
 class Task(TypedDict):
