@@ -285,7 +285,10 @@ class DebiasedCalibrationError:
     label mean. It is unbiased for the binned squared error and can be
     negative when the model is about calibrated; ``rms`` is ``sqrt(max(0, squared))``,
     on the probability scale like an ECE. A bin of one row has no variance
-    estimate and is counted without correction.
+    estimate; Kumar et al. count its error as 0 (its weight ``n_b/n`` stays in
+    the sum), and so does this estimator. Counting it uncorrected, as an
+    earlier version did, added a full squared gap per lonely row: an upward
+    bias exactly where bins are smallest.
     """
 
     squared: float
@@ -307,9 +310,11 @@ def debiased_l2_calibration_error(
     full = counts > 0
     n_b, mean_p, mean_y = counts[full], sums[full] / counts[full], positives[full] / counts[full]
     plugin = (mean_p - mean_y) ** 2
-    variance = np.where(n_b > 1, mean_y * (1.0 - mean_y) / np.maximum(n_b - 1.0, 1.0), 0.0)
+    variance = mean_y * (1.0 - mean_y) / np.maximum(n_b - 1.0, 1.0)
+    # Kumar et al.'s estimator: a bin of fewer than two rows contributes 0.
+    debiased = np.where(n_b > 1, plugin - variance, 0.0)
     weights = n_b / labels.size
-    squared = float(np.sum(weights * (plugin - variance)))
+    squared = float(np.sum(weights * debiased))
     return DebiasedCalibrationError(
         squared,
         math.sqrt(max(0.0, squared)),
