@@ -163,18 +163,22 @@ def test_a_missing_label_column_names_the_columns_there_are(
     )
 
 
-def test_non_numeric_features_are_named_all_at_once(
+def test_text_and_missing_cells_a_model_cannot_take_are_refused_in_its_own_words(
     files: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    rows = iter(range(10**6))
+
     def words(row: dict[str, str]) -> dict[str, str]:
         row["mean radius"] = "large"
-        row["mean area"] = ""
+        row["mean area"] = "" if next(rows) % 2 else row["mean area"]
         return row
 
     train = _rewrite(files["train"], tmp_path / "train.csv", words)
+    # The logistic pipeline is asked, and it is its own error that refuses the data.
     assert _error(capsys, _audit(files, *FAST, train=train)) == (
-        f"{train}: feature columns 'mean radius', 'mean area' are not numeric (e.g. 'large' "
-        "on line 2); encode categories as numbers and fill missing values before auditing"
+        "Pipeline.predict_proba failed on the audit's rows: could not convert string to "
+        "float: 'large' (the data holds text in 'mean radius' ('large', '10.16', ...); "
+        "missing cells in 'mean area' (227): the model cannot take it as it is)"
     )
 
 
@@ -338,17 +342,23 @@ def test_the_report_carries_intervals_diagnostics_and_caveats(
         assert interval["low"] <= report["components"][name] <= interval["high"] + 1e-12
     assert boot["sps"]["low"] <= report["sps"] <= boot["sps"]["high"] + 0.005
     assert 0.0 <= boot["verdict_change_probability"] <= 1.0
-    assert set(report["membership"]) == {"shadow", "loss_threshold", "lira"}
+    assert set(report["membership"]) == {
+        "component", "shadow", "loss_threshold", "boundary_distance", "lira"
+    }  # fmt: skip
     assert report["membership"]["lira"]["n_shadows"] == 4
     assert [p["fpr"] for p in report["membership"]["loss_threshold"]["low_fpr"]] == [0.01, 0.001]
     assert report["membership"]["loss_threshold"]["low_fpr"][1]["estimable"] is False
-    assert any("needs at least 1000 non-members" in c for c in report["caveats"])
+    assert any("it needs 1000 non-members" in c for c in report["caveats"])
+    for name in ("auroc", "brier", "ece"):
+        interval = boot["diagnostics"][name]
+        assert interval["low"] <= interval["point"] <= interval["high"]
+        assert "bias" in interval
     assert report["diagnostics"]["recalibration"]["slope"] > 0
     assert len(report["robustness"]["fgsm_curve"]) >= 5
     assert report["robustness"]["distance"]["n_found"] > 0
     printed = capsys.readouterr().out
-    assert "95% CI" in printed
-    assert "verdict unchanged in" in printed
+    assert "95% BCa interval" in printed
+    assert "verdict held with" in printed
     assert "caveats:" in printed
 
 

@@ -88,13 +88,15 @@ class Recalibration:
     predictions are too extreme (overfitting), above 1 too timid.
     ``intercept_in_the_large`` is the intercept with the slope fixed at 1: above 0
     means the model under-predicts risk on average. Values are NaN when the fit
-    does not converge (e.g. the logit separates the classes perfectly).
+    does not converge (e.g. the logit separates the classes perfectly), and
+    ``reason`` says why.
     """
 
     slope: float
     intercept: float
     intercept_in_the_large: float
     converged: bool
+    reason: str | None = None
 
 
 def _logit(p: FloatArray) -> FloatArray:
@@ -153,20 +155,26 @@ def recalibration(y: IntArray, p: FloatArray) -> Recalibration:
     import numpy as np
 
     labels, prob = _checked(y, p)
-    nan = Recalibration(math.nan, math.nan, math.nan, False)
+
+    def undefined(reason: str) -> Recalibration:
+        return Recalibration(math.nan, math.nan, math.nan, False, reason)
+
     if labels.size == 0 or np.unique(labels).size < 2:
-        return nan
+        return undefined("the test rows hold one class; a recalibration needs both")
     z = _logit(prob)
     positives, negatives = z[labels == 1], z[labels == 0]
     if positives.min() >= negatives.max() or positives.max() <= negatives.min():
         # (Quasi-)complete separation on the logit: the slope's likelihood has no
         # maximum, it grows without bound.
-        return nan
+        return undefined(
+            "the predictions separate the classes perfectly, so the recalibration's "
+            "likelihood has no maximum (the slope grows without bound)"
+        )
     target = labels.astype(np.float64)
     joint = _newton_logistic(np.column_stack([np.ones_like(z), z]), target, np.zeros_like(z))
     large = _newton_logistic(np.ones((z.size, 1)), target, z)
     if joint is None or large is None:
-        return nan
+        return undefined("the logistic recalibration did not converge (its coefficients diverge)")
     return Recalibration(float(joint[1]), float(joint[0]), float(large[0]), True)
 
 
@@ -344,6 +352,18 @@ class Diagnostics:
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def reasons(self) -> dict[str, str]:
+        """Why each undefined diagnostic is undefined, by its path in the audit report."""
+        found: dict[str, str] = {}
+        if self.auroc is None:
+            found["diagnostics.auroc"] = "the test rows hold one class; an AUROC needs both"
+        if self.recalibration.reason is not None:
+            for key in ("slope", "intercept", "intercept_in_the_large"):
+                found[f"diagnostics.recalibration.{key}"] = self.recalibration.reason
+        if self.n == 0:
+            found["diagnostics"] = "no test rows"
+        return found
 
 
 def diagnose(
