@@ -92,3 +92,21 @@ class RoundedLogistic(_Broken):
 
     def predict(self, X: Any) -> Any:
         return (self._p(X) > 0.5).astype(np.int64)
+
+
+def wdbc_files(directory: Any, wdbc: Any) -> dict[str, Any]:
+    """The WDBC splits as CSV files and a logistic pipeline pickled next to them."""
+    import pickle
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from pytest_clinaudit.reference.data import write_csvs
+
+    train, test = write_csvs(wdbc, directory, train_name="train.csv", test_name="test.csv")
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    model.fit(wdbc.X_train, wdbc.y_train)
+    path = directory / "model.pkl"
+    path.write_bytes(pickle.dumps(model))
+    return {"train": train, "test": test, "model": path, "dir": directory}
