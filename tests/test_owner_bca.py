@@ -102,3 +102,46 @@ def test_the_confidence_distribution_inverts_the_interval_endpoints() -> None:
     confidence = bca.confidence_below(2.0, interval, replicates)
     assert confidence == pytest.approx(stats.norm.cdf(-interval.z0), abs=1e-12)
     assert confidence > 0.5 > share_below
+
+
+def test_the_wdbc_logistic_audit_reports_each_bias_and_corrects_its_intervals_for_it(
+    wdbc: Any,
+) -> None:
+    """Issue 18, case 3: calibration point 0.622 with a replicate median of 0.520, and a
+    verdict-change probability of 0.396 from replicates shifted by that bias."""
+    import dataclasses
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from pytest_clinaudit.reference.attacks.sps import verdict
+    from pytest_clinaudit.reference.models import adapt_model
+    from pytest_clinaudit.reference.review.own_data import audit_own_data
+    from pytest_clinaudit.reference.review.profile import OwnDataParams
+
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    model.fit(wdbc.X_train, wdbc.y_train)
+    adapted = adapt_model(model, feature_names=wdbc.feature_names, positive_class=1)
+    params = dataclasses.replace(OwnDataParams(), lira_shadows=0, boundary_rows=40)
+    audit = audit_own_data(adapted, wdbc, params)
+    boot = audit.uncertainty
+    calibration = boot.components["calibration_ece"]
+    assert audit.components["calibration_ece"] == pytest.approx(0.6219, abs=1e-4)
+    replicates = np.clip(boot.replicates["calibration_ece"], 0.0, 1.0)
+    # The bootstrap sits below the point (the plug-in ECE is biased upward) ...
+    assert calibration.bias < -0.05
+    assert np.median(replicates) < calibration.point - 0.05
+    # ... and BCa moves the interval up, where the percentile interval would not.
+    percentile_low, percentile_high = np.quantile(replicates, [0.025, 0.975])
+    assert calibration.low > percentile_low
+    assert calibration.high > percentile_high
+    assert calibration.low <= calibration.point <= calibration.high
+    # The verdict's stability is corrected for the SPS's bias rather than shifted by it.
+    assert boot.sps.bias < 0
+    shifted = np.mean(
+        [verdict(round(s, 2), params.verdict) != boot.verdict for s in boot.replicates["sps"]]
+    )
+    assert boot.verdict_change_probability < shifted - 0.1
+    for interval in [*boot.components.values(), boot.sps, *boot.diagnostics.values()]:
+        assert np.isfinite(interval.bias)
