@@ -23,7 +23,7 @@ from pytest_clinaudit.reference.attacks.params import (
     Weights,
 )
 from pytest_clinaudit.reference.attacks.sps import security_posture_score, verdict
-from pytest_clinaudit.reference.review import bca, replicates, uncertainty
+from pytest_clinaudit.reference.review import bca, diagnostics, replicates, uncertainty
 
 WEIGHTS = Weights(0.35, 0.25, 0.20, 0.20)
 THRESHOLDS = VerdictThresholds(80.0, 65.0)
@@ -133,6 +133,16 @@ def _slow_replicate(
     r = copies(c.test_index)
     ece = attacks.task_ece(c.y[r], c.p[r], c.n_bins)
 
+    # Kumar et al.'s debiased error over the sample's equal-mass bins, held fixed.
+    ids = diagnostics.equal_mass_bin_ids(c.p, diagnostics.EQUAL_MASS_BINS)[r]
+    debiased = 0.0
+    for b in np.unique(ids):
+        mine = ids == b
+        if mine.sum() >= 2:
+            label = c.y[r][mine].mean()
+            gap = (c.p[r][mine].mean() - label) ** 2
+            debiased += mine.sum() / len(r) * (gap - label * (1 - label) / (mine.sum() - 1))
+
     w = rows.walk
     r_walk = copies(w.test_index)
     walk = min(1.0, w.steps[r_walk].mean() / w.max_steps) if r_walk.size else np.nan
@@ -144,6 +154,7 @@ def _slow_replicate(
         "auroc": auroc(c.y[r], c.p[r]),
         "brier": float(np.mean((c.p[r] - c.y[r]) ** 2)) if r.size else np.nan,
         "ece": ece,
+        "debiased_l2": debiased if r.size else np.nan,
     }
 
 
@@ -180,7 +191,7 @@ def test_the_intervals_and_verdict_stability_equal_a_slow_bca_of_the_same_draws(
     )
     rows = audit.rows
     n_test, n_members = rows.n_test, len(rows.membership.member_flagged)
-    names = [*COMPONENTS, "auroc", "brier", "ece"]
+    names = [*COMPONENTS, "auroc", "brier", "ece", "debiased_l2"]
     slow: dict[str, list[float]] = {name: [] for name in [*names, "sps"]}
     # The slow loop draws its own indices with the same generators, row by row.
     test_rng, member_rng = np.random.RandomState(3), np.random.RandomState(4)

@@ -116,9 +116,10 @@ def _levels(z0: float, a: float, z: Any) -> Any:
 
     u = z0 + np.asarray(z, dtype=np.float64)
     denominator = 1.0 - a * u
+    inside = denominator > 0
+    inner = z0 + u / np.where(inside, denominator, 1.0)
     # Past the pole of the map the level saturates at the end of the distribution.
-    inner = np.where(denominator > 0, z0 + u / np.where(denominator > 0, denominator, 1.0), np.inf)
-    return _norm_cdf(np.where(denominator > 0, inner, np.sign(u) * np.inf))
+    return _norm_cdf(np.where(inside, inner, np.where(u > 0, np.inf, -np.inf)))
 
 
 def bca_interval(

@@ -186,9 +186,11 @@ def best_threshold(
     best = int(np.argmax(gain))
     if gain[best] <= 0.0:
         return float("inf"), 0.0
-    lower = values[best + 1] if best + 1 < len(values) else -np.inf
-    # Halves first: the sum of two scores near the float maximum would overflow.
-    threshold = values[best] / 2.0 + lower / 2.0 if np.isfinite(lower) else -np.inf
+    if best + 1 < len(values):
+        # Halves first: the sum of two scores near the float maximum would overflow.
+        threshold = values[best] / 2.0 + values[best + 1] / 2.0
+    else:
+        threshold = values[best]  # every row seen is above it; new rows below it are not
     return float(threshold), float(gain[best])
 
 

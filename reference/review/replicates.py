@@ -172,15 +172,20 @@ def _fgsm_scores(rows: FGSMRows, W: FloatArray) -> FloatArray:
 def row_design(rows: ComponentRows) -> FloatArray:
     """Per-test-row columns whose count-weighted sums give calibration and membership.
 
-    Shape (n_test, 4 * n_bins + 4). For the calibration rows: a one-hot of the
-    curve's bin, the same times ``p`` and times ``y``, and a one-hot of the
-    half-open count bin (none for ``p == 1.0``); then the non-members flagged
-    "member", a 1 for every non-member, the squared error ``(p - y)^2`` and a 1
-    for every calibration row (the Brier score's sums). A replicate's sums are
-    then one matrix product ``counts @ design`` (BLAS) instead of a pass per
-    statistic, and no (b, n) array is copied or gathered.
+    Shape (n_test, 4 * n_bins + 4 + 3 * EQUAL_MASS_BINS). For the calibration
+    rows: a one-hot of the curve's bin, the same times ``p`` and times ``y``, and
+    a one-hot of the half-open count bin (none for ``p == 1.0``); then the
+    non-members flagged "member", a 1 for every non-member, the squared error
+    ``(p - y)^2`` and a 1 for every calibration row (the Brier score's sums);
+    then a one-hot of each row's equal-mass bin, times ``p`` and times ``y`` (the
+    debiased L2 error's sums; the bins are the sample's, held fixed, as the
+    bins of the task's ECE are). A replicate's sums are then one matrix product
+    ``counts @ design`` (BLAS) instead of a pass per statistic, and no (b, n)
+    array is copied or gathered.
     """
     import numpy as np
+
+    from .diagnostics import EQUAL_MASS_BINS, equal_mass_bin_ids
 
     c, m = rows.calibration, rows.membership
     n_bins = c.n_bins
@@ -192,7 +197,8 @@ def row_design(rows: ComponentRows) -> FloatArray:
     count_bin = np.searchsorted(edges, prob, side="right") - 1
     counted = (count_bin >= 0) & (count_bin < n_bins)
     index = np.asarray(c.test_index)
-    design = np.zeros((rows.n_test, 4 * n_bins + 4))
+    k = EQUAL_MASS_BINS
+    design = np.zeros((rows.n_test, 4 * n_bins + 4 + 3 * k))
     # np.add.at: a test row listed twice in a component counts twice.
     np.add.at(design, (index, curve_bin), 1.0)
     np.add.at(design, (index, n_bins + curve_bin), prob)
@@ -203,7 +209,31 @@ def row_design(rows: ComponentRows) -> FloatArray:
     np.add.at(design[:, 4 * n_bins + 1], nonmembers, 1.0)
     np.add.at(design[:, 4 * n_bins + 2], index, (prob - np.asarray(c.y, dtype=np.float64)) ** 2)
     np.add.at(design[:, 4 * n_bins + 3], index, 1.0)
+    mass = 4 * n_bins + 4 + equal_mass_bin_ids(prob, k)
+    np.add.at(design, (index, mass), 1.0)
+    np.add.at(design, (index, mass + k), prob)
+    np.add.at(design, (index, mass + 2 * k), (np.asarray(c.y) == 1).astype(np.float64))
     return design
+
+
+def _debiased_l2(counts: FloatArray, p_sums: FloatArray, y_sums: FloatArray) -> FloatArray:
+    """Kumar et al.'s debiased squared calibration error of each replicate, shape (b,).
+
+    Inputs are per-replicate equal-mass bin sums, each (b, k); as
+    :func:`~.diagnostics.debiased_l2_calibration_error`, a bin of fewer than two
+    rows counts 0.
+    """
+    import numpy as np
+
+    total = counts.sum(axis=1)
+    safe = np.where(counts > 0, counts, 1.0)
+    mean_p, mean_y = p_sums / safe, y_sums / safe
+    variance = mean_y * (1.0 - mean_y) / np.maximum(counts - 1.0, 1.0)
+    per_bin = np.where(counts > 1, (mean_p - mean_y) ** 2 - variance, 0.0)
+    squared: FloatArray = np.where(
+        total > 0, np.sum(counts * per_bin, axis=1) / np.where(total > 0, total, 1.0), np.nan
+    )
+    return squared
 
 
 def _task_ece(
@@ -242,7 +272,7 @@ def _walk_scores(rows: WalkRows, W: FloatArray) -> FloatArray:
     return result
 
 
-DIAGNOSTICS = ("auroc", "brier", "ece")
+DIAGNOSTICS = ("auroc", "brier", "ece", "debiased_l2")
 """Statistics of the full test set that replicate next to the components."""
 
 
@@ -316,6 +346,10 @@ def component_replicates(
         result["auroc"] = prepared.auroc.auc(np.asarray(test_counts))[0]
         result["brier"] = np.where(seen > 0, squared / np.where(seen > 0, seen, 1.0), np.nan)
         result["ece"] = ece
+        first, k = 4 * n_bins + 4, (prepared.design.shape[1] - 4 * n_bins - 4) // 3
+        result["debiased_l2"] = _debiased_l2(
+            sums[:, first : first + k], sums[:, first + k : first + 2 * k], sums[:, first + 2 * k :]
+        )
     return result
 
 

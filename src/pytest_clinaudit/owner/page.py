@@ -37,6 +37,13 @@ def _interval(report: dict[str, Any], name: str) -> dict[str, Any]:
     return {"low": interval.get("low"), "high": interval.get("high")}
 
 
+def _rms(interval: dict[str, Any]) -> dict[str, Any]:
+    """A squared error's interval on the RMS scale (a negative end means 0)."""
+    return {
+        key: None if value is None else max(0.0, value) ** 0.5 for key, value in interval.items()
+    }
+
+
 def _undefined_note(report: dict[str, Any], path: str, note: str) -> str:
     """``note``, or why the value at ``path`` is undefined when it is."""
     reason = report.get("undefined", {}).get(path)
@@ -81,8 +88,10 @@ def _diagnostics(report: dict[str, Any]) -> list[dict[str, Any]]:
         {
             "label": "Debiased L2 calibration error",
             "value": d["debiased_l2"]["rms"],
+            **_rms(_interval(report, "debiased_l2")),
             "digits": 4,
-            "note": "Kumar et al. 2019, equal-mass bins; a one-row bin counts 0",
+            "note": "Kumar et al. 2019, equal-mass bins; a one-row bin counts 0; the interval "
+            "is the squared error's, as an RMS",
         },
     ]
     component = report["membership"]["component"]

@@ -24,6 +24,14 @@ def _bias(interval: dict[str, Any], digits: int = 4) -> str:
     return "" if bias is None else f"  bias {bias:+.{digits}f}"
 
 
+def _rms(interval: dict[str, Any] | None) -> str:
+    """The squared error's interval on the RMS scale (a negative end means 0)."""
+    if interval is None or interval["low"] is None or interval["high"] is None:
+        return ""
+    low, high = (max(0.0, interval[k]) ** 0.5 for k in ("low", "high"))
+    return f" [{low:.4f}, {high:.4f}]"
+
+
 def _point(point: dict[str, Any]) -> str:
     """A low-FPR point: TPR with its Clopper-Pearson interval, or why there is none."""
     if not point["estimable"]:
@@ -74,7 +82,8 @@ def format_own_audit(title: str, report: dict[str, Any]) -> str:
         f"{_number(recal['intercept'], 3)}"
         + (f" ({recal['reason']})" if recal.get("reason") else ""),
         f"    ECE: equal-mass {_number(d['ece_equal_mass'])}, "
-        f"debiased L2 (RMS, Kumar et al.) {_number(d['debiased_l2']['rms'])}",
+        f"debiased L2 (RMS, Kumar et al.) {_number(d['debiased_l2']['rms'])}"
+        + _rms(intervals.get("debiased_l2")),
     ]
     mi = report["membership"]["component"]
     chosen = ", ".join(f"{name} x{count}" for name, count in mi["attacks_chosen"].items())
