@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_clinaudit.reference.review.membership import (
+from pytest_clinaudit.reference.review.advantage import (
     AttackScores,
     best_rule,
     cross_fitted_decisions,
