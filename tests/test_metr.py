@@ -15,6 +15,7 @@ import pytest
 
 from pytest_clinaudit.adapters import scripted_agent
 from pytest_clinaudit.adapters.metr import export_metr
+from pytest_clinaudit.catalog.variants import default_catalog
 from pytest_clinaudit.grading.runner import grade
 
 PAPER_TASKS = {
@@ -85,7 +86,11 @@ def test_with_torch_installed_the_family_pins_it_and_offers_the_torch_tasks(
     assert lines[0] == "--extra-index-url https://download.pytorch.org/whl/cpu"
     tasks = family.TaskFamily.get_tasks()
     assert tasks["icu_synth_mlp_dp"]["variant"] == "icu-synth-mlp-dp"
-    assert set(family.TORCH_TASKS) <= set(tasks)
+    assert tasks["wdbc_mlp_clip"]["variant"] == "wdbc-mlp-clip"
+    # Every torch variant is offered, the -clip ablations included.
+    torch_variants = {v.name for v in default_catalog() if v.is_torch}
+    assert torch_variants <= {t["variant"] for t in tasks.values()}
+    assert len(torch_variants) == 12
 
 
 def test_with_scikit_survival_installed_the_family_pins_it_and_offers_the_cohort_tasks(

@@ -441,10 +441,13 @@ def _own(files: dict[str, Path], name: str, out: Path, *extra: str) -> dict[str,
 def test_the_loss_attack_finds_the_known_leakage_of_the_overfit_icu_mlp_and_less_under_dp(
     overfit_icu: dict[str, Path], tmp_path: Path
 ) -> None:
+    from pytest_clinaudit.catalog.variants import default_catalog
+
     plain = _own(overfit_icu, "icu-synth-mlp", tmp_path / "plain.json")
     dp = _own(overfit_icu, "icu-synth-mlp-dp", tmp_path / "dp.json")
     leak, private = plain["membership"]["loss_threshold"], dp["membership"]["loss_threshold"]
-    assert leak["n_members"] == 2000  # every row the model was trained on
+    # every row the model was trained on (the recipe's train_subset)
+    assert leak["n_members"] == default_catalog().get("icu-synth-mlp").model.train_subset
     assert leak["losses"] == "float64 cross-entropy from the model's logits"
     assert leak["auc_interval"]["low"] > 0.5  # leakage beyond noise
     assert private["auc"] < leak["auc"]

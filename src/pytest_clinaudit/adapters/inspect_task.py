@@ -67,6 +67,7 @@ def samples(variants: list[str], out: Path, cache: ReferenceCache | None = None)
                 input=instructions,
                 metadata={
                     "variant": variant.name,
+                    "semantics": variant.semantics,
                     "manifest": str(out / variant.name / GRADER_DIR / MANIFEST_NAME),
                 },
                 files={

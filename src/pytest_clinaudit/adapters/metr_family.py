@@ -38,17 +38,13 @@ TASKS = {
     "icu_synth_calibrated": "icu-synth-calibrated",
     "icu_synth_hardened": "icu-synth-hard",
 }
-# The neural-network variants (SPEC §7): offered when requirements.txt installs torch.
+# The neural-network variants (SPEC §7, semantics "sps-v1-wb2"): offered when
+# requirements.txt installs torch. Each dataset's family: plain, PGD-trained,
+# DP-trained and the clipping-only ablation (§7.4).
 TORCH_TASKS = {
-    "wdbc_mlp": "wdbc-mlp",
-    "wdbc_mlp_pgd": "wdbc-mlp-pgd",
-    "wdbc_mlp_dp": "wdbc-mlp-dp",
-    "icu_synth_mlp": "icu-synth-mlp",
-    "icu_synth_mlp_pgd": "icu-synth-mlp-pgd",
-    "icu_synth_mlp_dp": "icu-synth-mlp-dp",
-    "mimic_mlp": "mimic-mlp",
-    "mimic_mlp_pgd": "mimic-mlp-pgd",
-    "mimic_mlp_dp": "mimic-mlp-dp",
+    f"{family}_mlp{suffix}": f"{family.replace('_', '-')}-mlp{suffix.replace('_', '-')}"
+    for family in ("wdbc", "icu_synth", "mimic")
+    for suffix in ("", "_pgd", "_dp", "_clip")
 }
 # The real cohorts (FLCHAIN, WHAS500): offered when requirements.txt installs scikit-survival,
 # whose wheel carries their files.
