@@ -9,9 +9,11 @@ a claim holds when the interval lies on the predicted side of 0 *and* every
 seed's own difference does. Every number lands in the JUnit XML
 (``user_properties``), so the table in docs/nn-variants.md can be read off a run.
 
-What theory predicts and does not hold here is a finding (docs/nn-variants.md):
-its test is marked ``xfail(strict=False)`` with the reason, so a run shows it
-and a future recipe that makes it hold shows up as XPASS.
+What theory predicts and does not hold here is a finding (docs/nn-variants.md).
+Its test asserts the finding as published, with a bound that holds on every
+CPU's kernels (:data:`FINDINGS`), so a finding that stops holding fails the test
+and the doc is brought up to date: nothing is skipped, nothing passes whatever
+happens.
 """
 
 from __future__ import annotations
@@ -40,36 +42,38 @@ ICU_USABLE = 0.70
 
 FINDINGS: dict[tuple[str, str], str] = {
     ("leak", "wdbc-mlp"): (
-        "finding (docs/nn-variants.md): no usable WDBC MLP tried leaks at 0.62 on its 114 "
-        "members; most test rows are as confidently right as the training rows (best 0.545)"
+        "no usable WDBC MLP tried leaks at 0.62 on its 114 members; most test rows are as "
+        "confidently right as the training rows (best 0.545)"
     ),
     ("leak", "icu-synth-mlp"): (
-        "finding (docs/nn-variants.md): on 8 noisy features the loss attack stays below "
-        "0.60 even for models overfit to 300-2,000 rows, whose AUROC falls to 0.62-0.65"
+        "on 8 noisy features the loss attack stays below 0.60 even for models overfit to "
+        "300-2,000 rows, whose AUROC falls to 0.62-0.65"
     ),
     ("dp", "wdbc-mlp"): (
-        "finding (docs/nn-variants.md): the plain WDBC MLP barely leaks (0.52-0.53), so "
-        "there is nothing for DP to remove that 114 members and non-members can resolve"
+        "the plain WDBC MLP barely leaks (0.52-0.53), so there is nothing for DP to remove "
+        "that 114 members and non-members can resolve: the interval reaches below 0"
     ),
-    ("noise", "wdbc-mlp"): (
-        "finding (docs/nn-variants.md): clipping alone leaks as little as DP on WDBC"
-    ),
+    (
+        "noise",
+        "wdbc-mlp",
+    ): "clipping alone leaks as little as DP on WDBC: the interval reaches below 0",
     ("noise", "icu-synth-mlp"): (
-        "finding (docs/nn-variants.md): on the ICU cohort clipping alone removes nearly all "
-        "the leakage DP removes; the noise adds about 0.004, an interval touching 0"
+        "on the ICU cohort clipping alone removes nearly all the leakage DP removes: the "
+        "noise adds less than 0.02 of loss-attack AUC (about 0.004 measured)"
     ),
 }
-"""(claim, family) -> why it does not hold: published in docs/nn-variants.md."""
+"""(claim, family) -> the published finding (docs/nn-variants.md) that its test asserts."""
+
+NOISE_BOUNDS = {"icu-synth-mlp": 0.02}
+"""Families whose noise finding is a bound rather than an interval reaching below 0: the
+upper 95% limit of what DP's noise removes beyond clipping (0.009 measured on ICU) stays
+below it, against the 0.034 that DP removes in all. An interval whose lower end sits at
+-0.0002 would make "reaches below 0" a coin flip between CPUs; the bound does not."""
 
 
 def _claim(claim: str, families: tuple[str, ...]) -> list[Any]:
     return [
-        pytest.param(
-            family,
-            marks=pytest.mark.xfail(reason=FINDINGS[(claim, family)], strict=False)
-            if (claim, family) in FINDINGS
-            else (),
-        )
+        pytest.param(family, id=f"{family}-finding" if (claim, family) in FINDINGS else family)
         for family in families
     ]
 
@@ -203,6 +207,9 @@ def test_dp_leaks_less_than_the_same_recipe_without_privacy(
     A lower loss-attack AUC (Yeom et al. 2018) on the same members and non-members."""
     difference, per_seed = _leak_difference(family, f"{family}-dp", request)
     _record(request, dp_epsilon=nn_helpers.built(f"{family}-dp").record.epsilon)
+    if ("dp", family) in FINDINGS:
+        assert difference.low < 0.0, f"{FINDINGS['dp', family]}; now {difference}: update the doc"
+        return
     assert difference.low > 0.0, difference
     assert min(per_seed) > 0.0, per_seed
 
@@ -215,6 +222,14 @@ def test_dps_noise_lowers_leakage_beyond_what_clipping_alone_does(
     """The -clip ablation has DP's clipping and batches without its noise: what
     separates it from -dp is what epsilon describes."""
     difference, per_seed = _leak_difference(f"{family}-clip", f"{family}-dp", request)
+    finding = FINDINGS.get(("noise", family))
+    if family in NOISE_BOUNDS:
+        bound = NOISE_BOUNDS[family]
+        assert difference.high < bound, f"{finding}; now {difference}: update the doc"
+        return
+    if finding is not None:
+        assert difference.low < 0.0, f"{finding}; now {difference}: update the doc"
+        return
     assert difference.low > 0.0, difference
     assert min(per_seed) > 0.0, per_seed
 
@@ -230,6 +245,9 @@ def test_the_overfit_base_leaks_clearly(family: str, request: pytest.FixtureRequ
     on the variant and its replicates."""
     aucs = [privacy.attack_auc(*_member_scores(family, k)) for k in range(SEEDS)]
     _record(request, loss_attack_auc=aucs)
+    if ("leak", family) in FINDINGS:
+        assert max(aucs) < CLEAR_LEAK, f"{FINDINGS['leak', family]}; now {aucs}: update the doc"
+        return
     assert min(aucs) >= CLEAR_LEAK
 
 

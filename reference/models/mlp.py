@@ -270,6 +270,9 @@ class TrainingRecord:
     torch_version: str
     opacus_version: str | None
     epsilon_covers: str | None = None
+    cpu_capability: str | None = None
+    """The kernels torch chose on the building CPU (``DEFAULT``, ``AVX2``, ``AVX512``):
+    float32 training on another capability can give other weights (SPEC §7.1)."""
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -309,6 +309,7 @@ def train_mlp(recipe: MLPRecipe, data: Dataset) -> TrainedMLP:
         torch_version=torch.__version__,
         opacus_version=opacus_version,
         epsilon_covers=epsilon_covers(recipe),
+        cpu_capability=torch.backends.cpu.get_cpu_capability(),
     )
     return TrainedMLP(clean, record)
 
