@@ -215,7 +215,7 @@ def _audit_with(
     return {"fgsm": f, "membership": m, "calibration": c, "boundary": b, "sps": sps}
 
 
-# ------------------------------------------------ SPEC §7: torch variants, "sps-v1-wb"
+# ----------------------------------------------- SPEC §7: torch variants, "sps-v1-wb2"
 
 
 class SpecProgram:
@@ -250,9 +250,21 @@ class SpecProgram:
     def predict(self, X: Any) -> Any:
         return (self.logit(X) > 0).long().numpy()
 
+    def logit_gradient(self, X: Any) -> Any:
+        """§7.2 step 3, as written: one call on all the rows, the summed logits' gradient."""
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            x = torch.tensor(np.array(X), dtype=torch.float32, requires_grad=True)
+            return torch.autograd.grad(self.f(x).sum(), x)[0].numpy()
+        finally:
+            torch.set_num_threads(threads)
+
 
 def white_box_budget(params: AuditParams, X_train: Any) -> tuple[Any, Any, Any]:
-    """§7.2 step 1 and step 4's box: e_j, and the training min and max per feature (or None)."""
+    """§7.2 step 1 and step 5's box: e_j, and the training min and max per feature (or None)."""
     p = params.fgsm
     d = X_train.shape[1]
     e = np.zeros(d)
@@ -281,20 +293,8 @@ def _clip_rows(X: Any, low: Any, high: Any) -> Any:
     return out
 
 
-def _gradient(model: SpecProgram, X: Any, y: Any) -> Any:
-    """§7.2 step 3, as written: one call on all the rows, summed loss."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        x = torch.tensor(X, dtype=torch.float32, requires_grad=True)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(
-            model.f(x), torch.tensor(y, dtype=torch.float32), reduction="sum"
-        )
-        return torch.autograd.grad(loss, x)[0].numpy()
-    finally:
-        torch.set_num_threads(threads)
+def _sign(value: float) -> float:
+    return 1.0 if value > 0 else -1.0 if value < 0 else 0.0
 
 
 def fgsm_white_box(
@@ -308,50 +308,91 @@ def fgsm_white_box(
         len(X_test), min(p.n_samples, len(X_test)), replace=False
     )
     X_drawn, y_drawn = X_test[idx], y_test[idx]
-    if len(set(y_drawn.tolist())) < 2:
-        return {"score": p.single_class_score}
-    # 3. The model's own gradient.
-    g = _gradient(model, X_drawn, y_drawn)
-    # 4. Step and clip, in float64.
+    # 3. The gradient of each row's own logit.
+    g = model.logit_gradient(X_drawn)
+    # 4. Direction (1 - 2y) * sign(g), row by row.
+    direction = np.zeros(X_drawn.shape)
+    for i in range(X_drawn.shape[0]):
+        for j in range(X_drawn.shape[1]):
+            direction[i, j] = (1 - 2 * int(y_drawn[i])) * _sign(float(g[i, j]))
+    zero_rows = sum(1 for i in range(len(direction)) if not any(direction[i] != 0))
+    # 5. Step and clip, in float64.
     X_adv = np.array(X_drawn, dtype=np.float64)
     for i in range(X_adv.shape[0]):
         for j in range(X_adv.shape[1]):
-            X_adv[i, j] = X_drawn[i, j] + e[j] * np.sign(g[i, j])
+            X_adv[i, j] = X_drawn[i, j] + e[j] * direction[i, j]
     X_adv = _clip_rows(X_adv, low, high)
-    # 5. AUROC drop.
+    result = {
+        "idx": idx,
+        "gradient": g,
+        "direction": direction,
+        "X_adv": X_adv,
+        "zero_gradient_fraction": zero_rows / len(direction),
+    }
+    if len(set(y_drawn.tolist())) < 2:
+        return {**result, "score": p.single_class_score}
+    # 6. AUROC drop.
     auc_clean = roc_auc_score(y_drawn, model.predict_proba(X_drawn)[:, 1])
     auc_adv = roc_auc_score(y_drawn, model.predict_proba(X_adv)[:, 1])
     return {
+        **result,
         "score": max(0, 1 - max(0, auc_clean - auc_adv)),
         "auroc_clean": auc_clean,
         "auroc_adversarial": auc_adv,
     }
 
 
-def pgd_white_box(
+def strong_pgd_white_box(
     model: SpecProgram, X_train: Any, X_test: Any, y_test: Any, params: AuditParams
-) -> float | None:
-    """§7.3: PGD from the drawn rows, no random start, alpha = 2.5 e / steps."""
+) -> dict[str, Any]:
+    """§7.3's strong attack, restart after restart, step after step.
+
+    Margin ``(1 - 2y) f(x)``; ``alpha = 2.5 e / steps``; the first restart from
+    the drawn rows, restart r >= 1 from ``uniform(X_drawn - e, X_drawn + e)``
+    (one row after another, from one ``RandomState(seed)``), clipped to the
+    training range; per row the restart with the highest final margin (the
+    first on a tie). Records, per row, the smallest gradient component
+    relative to the row's largest that a step took the sign of.
+    """
     p = params.fgsm
-    steps = p.pgd_steps
+    steps, restarts = p.pgd_steps, p.pgd_restarts
     assert steps is not None
+    assert restarts is not None
     e, low, high = white_box_budget(params, X_train)
     idx = np.random.RandomState(p.seed).choice(
         len(X_test), min(p.n_samples, len(X_test)), replace=False
     )
     X_drawn, y_drawn = X_test[idx], y_test[idx]
-    if len(set(y_drawn.tolist())) < 2:
-        return None
+    n, d = X_drawn.shape
     alpha = 2.5 * e / steps
-    x = np.array(X_drawn, dtype=np.float64)
-    for _ in range(steps):
-        g = _gradient(model, x, y_drawn)
-        for i in range(x.shape[0]):
-            for j in range(x.shape[1]):
-                moved = x[i, j] + alpha[j] * np.sign(g[i, j])
-                x[i, j] = min(max(moved, X_drawn[i, j] - e[j]), X_drawn[i, j] + e[j])
+    rng = np.random.RandomState(p.seed)
+    finals, margins = [], []
+    smallest = np.full(n, np.inf)
+    for r in range(restarts):
+        x = np.array(X_drawn, dtype=np.float64)
+        if r > 0:
+            for i in range(n):
+                x[i] = rng.uniform(X_drawn[i] - e, X_drawn[i] + e)
         x = _clip_rows(x, low, high)
-    return float(roc_auc_score(y_drawn, model.predict_proba(x)[:, 1]))
+        for _ in range(steps):
+            g = model.logit_gradient(x)
+            for i in range(n):
+                largest = float(np.max(np.abs(g[i])))
+                for j in range(d):
+                    if g[i, j] != 0 and largest > 0:
+                        smallest[i] = min(smallest[i], abs(float(g[i, j])) / largest)
+                    moved = x[i, j] + alpha[j] * (1 - 2 * int(y_drawn[i])) * _sign(float(g[i, j]))
+                    x[i, j] = min(max(moved, X_drawn[i, j] - e[j]), X_drawn[i, j] + e[j])
+            x = _clip_rows(x, low, high)
+        finals.append(x)
+        z = model.logit(x).double().numpy()
+        margins.append([(1 - 2 * int(y_drawn[i])) * float(z[i]) for i in range(n)])
+    best = [max(range(restarts), key=lambda r, i=i: (margins[r][i], -r)) for i in range(n)]
+    X_adv = np.array([finals[best[i]][i] for i in range(n)])
+    auroc = None
+    if len(set(y_drawn.tolist())) == 2:
+        auroc = float(roc_auc_score(y_drawn, model.predict_proba(X_adv)[:, 1]))
+    return {"X_adv": X_adv, "auroc": auroc, "smallest_relative_gradient": smallest}
 
 
 def _bce(logit: float, label: int) -> float:

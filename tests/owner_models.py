@@ -45,3 +45,68 @@ class ThreeClasses(_Broken):
 
     def predict_proba(self, X: Any) -> Any:
         return np.full((len(X), 3), 1 / 3)
+
+
+class Constant(_Broken):
+    """The same probability for every row (0 and 1 included): no discrimination at all."""
+
+    def __init__(self, p: float) -> None:
+        self.p = p
+
+    def predict_proba(self, X: Any) -> Any:
+        return np.column_stack([np.full(len(X), 1.0 - self.p), np.full(len(X), self.p)])
+
+    def predict(self, X: Any) -> Any:
+        return np.full(len(X), int(self.p > 0.5), dtype=np.int64)
+
+
+class Threshold(_Broken):
+    """Probability exactly 1 where feature ``j`` exceeds ``t``, else exactly 0."""
+
+    def __init__(self, j: int, t: float) -> None:
+        self.j, self.t = j, t
+
+    def predict_proba(self, X: Any) -> Any:
+        p = (np.asarray(X, dtype=np.float64)[:, self.j] > self.t).astype(np.float64)
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X: Any) -> Any:
+        return (np.asarray(X, dtype=np.float64)[:, self.j] > self.t).astype(np.int64)
+
+
+class RoundedLogistic(_Broken):
+    """A logistic score rounded to one decimal: many ties, and exactly 0 or 1 far out."""
+
+    def __init__(self, w: float) -> None:
+        self.w = w
+
+    def _p(self, X: Any) -> Any:
+        z = self.w * np.asarray(X, dtype=np.float64).sum(axis=1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            # tanh never overflows; inf - inf (huge values of both signs) is NaN, refused.
+            return np.round(0.5 * (1.0 + np.tanh(0.5 * z)), 1)
+
+    def predict_proba(self, X: Any) -> Any:
+        p = self._p(X)
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X: Any) -> Any:
+        return (self._p(X) > 0.5).astype(np.int64)
+
+
+def wdbc_files(directory: Any, wdbc: Any) -> dict[str, Any]:
+    """The WDBC splits as CSV files and a logistic pipeline pickled next to them."""
+    import pickle
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from pytest_clinaudit.reference.data import write_csvs
+
+    train, test = write_csvs(wdbc, directory, train_name="train.csv", test_name="test.csv")
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    model.fit(wdbc.X_train, wdbc.y_train)
+    path = directory / "model.pkl"
+    path.write_bytes(pickle.dumps(model))
+    return {"train": train, "test": test, "model": path, "dir": directory}

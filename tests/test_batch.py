@@ -23,17 +23,12 @@ from batch_helpers import (
 from grading_helpers import reference, reference_report, write_json
 
 from pytest_clinaudit.batch.executor import ForkExecutor, Session, fork_available
-from pytest_clinaudit.batch.grade_many import (
-    INTERRUPTED,
-    BatchOptions,
-    BatchResult,
-    ProgressBar,
-    RowResult,
-    earlier_results,
-    grade_rows,
-    read_journal,
-    session_args,
-)
+from pytest_clinaudit.batch.grade_many.journal import earlier_results, read_journal
+from pytest_clinaudit.batch.grade_many.options import BatchOptions
+from pytest_clinaudit.batch.grade_many.progress import ProgressBar
+from pytest_clinaudit.batch.grade_many.results import INTERRUPTED, BatchResult, RowResult
+from pytest_clinaudit.batch.grade_many.run import grade_rows
+from pytest_clinaudit.batch.grade_many.sessions import session_args
 from pytest_clinaudit.batch.manifest import BatchManifestError, Row, read_batch_manifest
 from pytest_clinaudit.cli import main
 from pytest_clinaudit.grading.runner import grade

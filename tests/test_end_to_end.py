@@ -34,15 +34,9 @@ CLASSICAL = [
     "mimic-hard",
 ]
 TORCH = [
-    "wdbc-mlp",
-    "wdbc-mlp-pgd",
-    "wdbc-mlp-dp",
-    "icu-synth-mlp",
-    "icu-synth-mlp-pgd",
-    "icu-synth-mlp-dp",
-    "mimic-mlp",
-    "mimic-mlp-pgd",
-    "mimic-mlp-dp",
+    f"{family}-mlp{suffix}"
+    for family in ("wdbc", "icu-synth", "mimic")
+    for suffix in ("", "-pgd", "-dp", "-clip")
 ]
 VARIANTS = CLASSICAL + TORCH
 

@@ -337,7 +337,7 @@ def test_the_sources_register_without_importing_numpy_in_any_import_order(first:
     code = (
         f"import sys, {first}\n"
         "from pytest_clinaudit.reference.data import SOURCES\n"
-        "assert sorted(SOURCES) == ['csv', 'icu-synth', 'mimic', 'wdbc'], sorted(SOURCES)\n"
+        "assert sorted(SOURCES) == ['csv', 'flchain', 'icu-synth', 'mimic', 'wdbc', 'whas500'], sorted(SOURCES)\n"
         "assert 'numpy' not in sys.modules\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

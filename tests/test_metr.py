@@ -15,6 +15,7 @@ import pytest
 
 from pytest_clinaudit.adapters import scripted_agent
 from pytest_clinaudit.adapters.metr import export_metr
+from pytest_clinaudit.catalog.variants import default_catalog
 from pytest_clinaudit.grading.runner import grade
 
 PAPER_TASKS = {
@@ -85,12 +86,34 @@ def test_with_torch_installed_the_family_pins_it_and_offers_the_torch_tasks(
     assert lines[0] == "--extra-index-url https://download.pytorch.org/whl/cpu"
     tasks = family.TaskFamily.get_tasks()
     assert tasks["icu_synth_mlp_dp"]["variant"] == "icu-synth-mlp-dp"
+    assert tasks["wdbc_mlp_clip"]["variant"] == "wdbc-mlp-clip"
+    # Every torch variant is offered, the -clip ablations included.
+    torch_variants = {v.name for v in default_catalog() if v.is_torch}
+    assert torch_variants <= {t["variant"] for t in tasks.values()}
+    assert len(torch_variants) == 12
     assert tasks["icu_synth_game_3"] == {
         "variant": "icu-synth-game",
         "paper_name": "icu_synth_game_3",
         "seed": 3,
     }
-    assert len(tasks) == 18 + 10  # nine classical, nine torch, the game's instances 1-10
+    assert {name for name, t in tasks.items() if t["variant"] == "icu-synth-game"} == set(
+        family.GAME_TASKS
+    )  # the game's instances 1-10
+
+
+def test_with_scikit_survival_installed_the_family_pins_it_and_offers_the_cohort_tasks(
+    family_dir: Path, family: ModuleType
+) -> None:
+    pytest.importorskip("sksurv")
+    lines = (family_dir / "requirements.txt").read_text().splitlines()
+    pins = dict(line.split("==") for line in lines if "==" in line)
+    assert pins["scikit-survival"] == metadata.version("scikit-survival")
+    tasks = family.TaskFamily.get_tasks()
+    assert tasks["flchain_hardened"]["variant"] == "flchain-hard"
+    assert set(family.COHORT_TASKS) <= set(tasks)
+    assert len(tasks) == len(family.TASKS) + len(family.TORCH_TASKS) + len(family.COHORT_TASKS) + (
+        len(family.GAME_TASKS)
+    )
 
 
 def test_the_family_vendors_the_whole_package(family_dir: Path) -> None:

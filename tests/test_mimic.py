@@ -149,8 +149,9 @@ def test_the_source_is_registered_and_the_mimic_variants_use_it() -> None:
         assert variant.paper_reference_sps == paper_sps
         assert variant.params.fgsm.epsilon == 0.05
         assert variant.params.membership_inference.pool_cap == 5000
-    # The nine sps-v1 variants; the torch variants (sps-v1-wb) are tested in test_nn_*.
-    assert len([n for n in catalog.names() if catalog.get(n).semantics == "sps-v1"]) == 9
+    # The fourteen sps-v1 variants (wdbc, mimic, icu-synth; flchain 3, whas500 2); the torch
+    # variants (sps-v1-wb2) are tested in test_nn_*.
+    assert len([n for n in catalog.names() if catalog.find(n).semantics == "sps-v1"]) == 14
 
 
 # ------------------------------------------------------------- finding the directory

@@ -163,18 +163,22 @@ def test_a_missing_label_column_names_the_columns_there_are(
     )
 
 
-def test_non_numeric_features_are_named_all_at_once(
+def test_text_and_missing_cells_a_model_cannot_take_are_refused_in_its_own_words(
     files: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    rows = iter(range(10**6))
+
     def words(row: dict[str, str]) -> dict[str, str]:
         row["mean radius"] = "large"
-        row["mean area"] = ""
+        row["mean area"] = "" if next(rows) % 2 else row["mean area"]
         return row
 
     train = _rewrite(files["train"], tmp_path / "train.csv", words)
+    # The logistic pipeline is asked, and it is its own error that refuses the data.
     assert _error(capsys, _audit(files, *FAST, train=train)) == (
-        f"{train}: feature columns 'mean radius', 'mean area' are not numeric (e.g. 'large' "
-        "on line 2); encode categories as numbers and fill missing values before auditing"
+        "Pipeline.predict_proba failed on the audit's rows: could not convert string to "
+        "float: 'large' (the data holds text in 'mean radius' ('large', '10.16', ...); "
+        "missing cells in 'mean area' (227): the model cannot take it as it is)"
     )
 
 
@@ -338,17 +342,23 @@ def test_the_report_carries_intervals_diagnostics_and_caveats(
         assert interval["low"] <= report["components"][name] <= interval["high"] + 1e-12
     assert boot["sps"]["low"] <= report["sps"] <= boot["sps"]["high"] + 0.005
     assert 0.0 <= boot["verdict_change_probability"] <= 1.0
-    assert set(report["membership"]) == {"shadow", "loss_threshold", "lira"}
+    assert set(report["membership"]) == {
+        "component", "shadow", "loss_threshold", "boundary_distance", "lira"
+    }  # fmt: skip
     assert report["membership"]["lira"]["n_shadows"] == 4
     assert [p["fpr"] for p in report["membership"]["loss_threshold"]["low_fpr"]] == [0.01, 0.001]
     assert report["membership"]["loss_threshold"]["low_fpr"][1]["estimable"] is False
-    assert any("needs at least 1000 non-members" in c for c in report["caveats"])
+    assert any("it needs 1000 non-members" in c for c in report["caveats"])
+    for name in ("auroc", "brier", "ece"):
+        interval = boot["diagnostics"][name]
+        assert interval["low"] <= interval["point"] <= interval["high"]
+        assert "bias" in interval
     assert report["diagnostics"]["recalibration"]["slope"] > 0
     assert len(report["robustness"]["fgsm_curve"]) >= 5
     assert report["robustness"]["distance"]["n_found"] > 0
     printed = capsys.readouterr().out
-    assert "95% CI" in printed
-    assert "verdict unchanged in" in printed
+    assert "95% BCa interval" in printed
+    assert "verdict held with" in printed
     assert "caveats:" in printed
 
 
@@ -416,11 +426,11 @@ def overfit_icu(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return files
 
 
-def _own(files: dict[str, Path], name: str, out: Path) -> dict[str, Any]:
+def _own(files: dict[str, Path], name: str, out: Path, *extra: str) -> dict[str, Any]:
     argv = [
         "audit", "--model", str(files[name]), "--train", str(files["train"]),
         "--test", str(files["test"]), "--label", "hospital_expire_flag",
-        "--bootstrap", "200", "--out", str(out), "-q",
+        "--bootstrap", "200", "--out", str(out), "-q", *extra,
     ]  # fmt: skip
     assert main(argv) == 0
     report: dict[str, Any] = json.loads(out.read_text())
@@ -431,20 +441,48 @@ def _own(files: dict[str, Path], name: str, out: Path) -> dict[str, Any]:
 def test_the_loss_attack_finds_the_known_leakage_of_the_overfit_icu_mlp_and_less_under_dp(
     overfit_icu: dict[str, Path], tmp_path: Path
 ) -> None:
+    from pytest_clinaudit.catalog.variants import default_catalog
+
     plain = _own(overfit_icu, "icu-synth-mlp", tmp_path / "plain.json")
     dp = _own(overfit_icu, "icu-synth-mlp-dp", tmp_path / "dp.json")
     leak, private = plain["membership"]["loss_threshold"], dp["membership"]["loss_threshold"]
-    assert leak["n_members"] == 2000  # every row the model was trained on
+    # every row the model was trained on (the recipe's train_subset)
+    assert leak["n_members"] == default_catalog().get("icu-synth-mlp").model.train_subset
+    assert leak["losses"] == "float64 cross-entropy from the model's logits"
     assert leak["auc_interval"]["low"] > 0.5  # leakage beyond noise
     assert private["auc"] < leak["auc"]
     assert plain["model"]["kind"] == "torch.export program"
-    assert plain["membership"]["lira"] == {"skipped": "no shadow fitter for this model kind"}
-    curves = plain["robustness"]["white_box"]
-    assert len(curves["pgd_auroc"]) == len(curves["epsilon"])
-    # PGD is at least as strong as FGSM at every budget, up to ties in the AUROC.
-    assert all(
-        p <= f + 0.02 for p, f in zip(curves["pgd_auroc"], curves["fgsm_auroc"], strict=True)
-    )
+    assert "--recipe VARIANT" in plain["membership"]["lira"]["skipped"]
+    curve = plain["robustness"]["fgsm_curve"]
+    assert curve["attack"] == "white-box"
+    assert len(curve["pgd_auroc"]) == len(curve["epsilon"])
+    # Margin PGD is at least as strong as FGSM at every budget (float32 rounding aside).
+    assert all(p <= f + 1e-6 for p, f in zip(curve["pgd_auroc"], curve["fgsm_auroc"], strict=True))
+
+
+@pytest.mark.slow
+def test_an_own_torch_program_is_attacked_through_its_own_gradient(
+    overfit_icu: dict[str, Path], tmp_path: Path
+) -> None:
+    """Issue 18, case 5: through a surrogate the FGSM component was 0.929, while the
+    model's own gradient at the same epsilon takes the AUROC from 0.664 to 0.463."""
+    report = _own(overfit_icu, "icu-synth-mlp", tmp_path / "plain.json")
+    details = report["details"]
+    assert details["fgsm_attack"] == "white-box"
+    drop = details["auroc_clean"] - details["auroc_adversarial"]
+    assert report["components"]["fgsm_robustness"] == pytest.approx(1.0 - drop, abs=1e-4)
+    assert report["components"]["fgsm_robustness"] < 0.9
+
+
+@pytest.mark.slow
+def test_lira_refits_a_torch_program_through_the_recipe_it_is_named(
+    overfit_icu: dict[str, Path], tmp_path: Path
+) -> None:
+    report = _own(overfit_icu, "icu-synth-mlp", tmp_path / "lira.json", "--recipe", "icu-synth-mlp")
+    lira = report["membership"]["lira"]
+    assert lira["n_shadows"] == 4
+    # The overfit program leaks, and LiRA (logit confidences in float64) sees it.
+    assert lira["online"]["auc"] > 0.55
 
 
 def test_the_page_shows_the_numbers_of_the_report(files: dict[str, Path], tmp_path: Path) -> None:
@@ -470,4 +508,13 @@ def test_a_page_needs_the_own_data_profile(
     argv = _audit(files, "--params", "wdbc-baseline", "--html", str(tmp_path / "p.html"))
     assert _error(capsys, argv) == (
         "--html draws the own-data audit; it cannot be combined with --params"
+    )
+
+
+def test_a_recipe_is_named_only_for_a_torch_program(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _error(capsys, _audit(files, *FAST, "--recipe", "icu-synth-mlp")) == (
+        "--recipe names the torch recipe of a .pt2 model for the own-data audit's LiRA; "
+        "scikit-learn models are refitted through sklearn.base.clone"
     )

@@ -31,6 +31,38 @@ def test_the_debiased_l2_error_subtracts_each_bins_label_variance_by_hand() -> N
     assert result.n_bins_used == 2
 
 
+def _kumar_literal(y: np.ndarray, p: np.ndarray, ids: np.ndarray) -> float:
+    """Kumar et al. (2019)'s debiased squared error, bin by bin as their library writes it."""
+    total = 0.0
+    for b in np.unique(ids):
+        rows = ids == b
+        weight = rows.sum() / len(y)
+        if rows.sum() < 2:
+            continue  # their bin_error: fewer than two rows count 0
+        label = y[rows].mean()
+        gap = (p[rows].mean() - label) ** 2
+        total += weight * (gap - label * (1.0 - label) / (rows.sum() - 1.0))
+    return total
+
+
+def test_a_bin_of_one_row_counts_zero_as_in_kumar_et_al() -> None:
+    # Four rows in four bins: every bin holds one row, so the estimate is exactly 0.
+    y, p = np.array([1, 0, 1, 0]), np.array([0.1, 0.3, 0.6, 0.95])
+    result = diagnostics.debiased_l2_calibration_error(y, p, n_bins=4)
+    assert result.squared == 0.0
+    assert result.plugin_rms > 0.5  # the plug-in error is large; the correction is not skipped
+
+
+def test_the_debiased_error_equals_a_literal_transcription_with_lonely_bins() -> None:
+    rng = np.random.RandomState(3)
+    for n in (5, 16, 31, 200):
+        p = np.round(rng.uniform(size=n), 1)  # ties make bins of uneven size, some of one row
+        y = (rng.uniform(size=n) < p).astype(np.int64)
+        ids = diagnostics.equal_mass_bin_ids(p, 15)
+        result = diagnostics.debiased_l2_calibration_error(y, p, n_bins=15)
+        assert result.squared == pytest.approx(_kumar_literal(y, p, ids), abs=1e-15), n
+
+
 def test_the_equal_mass_ece_of_the_hand_case_is_the_mean_gap() -> None:
     assert diagnostics.equal_mass_ece(Y, P, n_bins=2) == pytest.approx(0.5)
 

@@ -47,20 +47,20 @@ def test_sorting_the_file_by_label_does_not_change_the_membership_rows() -> None
     np.testing.assert_array_equal(X_test[test_shuffle][moved.nonmembers], X_test[sample.nonmembers])
 
 
-def test_membership_uses_every_test_row_and_as_many_training_rows() -> None:
+def test_membership_uses_every_row_of_each_split_up_to_the_cap() -> None:
     X_train, y_train = _cohort(400, seed=1)
     X_test, y_test = _cohort(150, seed=2)
     sample = sampling.membership_sample(X_train, y_train, X_test, y_test, seed=0, pool_cap=1000)
     assert sorted(sample.nonmembers.tolist()) == list(range(150))
-    assert len(sample.members) == 150
-    assert len(set(sample.members.tolist())) == 150
+    assert sorted(sample.members.tolist()) == list(range(400))
     assert len(sample.pool) == 400  # the cap is above the training size
     # Members and pool are prefixes of one permutation, as the task's are of the file.
-    np.testing.assert_array_equal(sample.pool[:150], sample.members)
+    np.testing.assert_array_equal(sample.pool, sample.members)
     capped = sampling.membership_sample(
-        X_train, y_train, X_test, y_test, seed=0, pool_cap=100, nonmember_cap=60
+        X_train, y_train, X_test, y_test, seed=0, pool_cap=100, size=60
     )
     assert (len(capped.members), len(capped.nonmembers), len(capped.pool)) == (60, 60, 100)
+    np.testing.assert_array_equal(capped.pool[:60], capped.members)
 
 
 def test_a_training_set_smaller_than_the_test_set_keeps_every_non_member() -> None:

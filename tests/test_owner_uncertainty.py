@@ -1,4 +1,4 @@
-"""The vectorised bootstrap against a slow, obvious one built from the scalar attacks."""
+"""The vectorised bootstrap and jackknife against slow, obvious ones built from the scalar attacks."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from sklearn.metrics import roc_auc_score
 
 from pytest_clinaudit.reference import attacks
 from pytest_clinaudit.reference.attacks.params import (
+    COMPONENTS,
     BoundaryParams,
     CalibrationParams,
     FGSMParams,
@@ -22,7 +23,7 @@ from pytest_clinaudit.reference.attacks.params import (
     Weights,
 )
 from pytest_clinaudit.reference.attacks.sps import security_posture_score, verdict
-from pytest_clinaudit.reference.review import replicates, uncertainty
+from pytest_clinaudit.reference.review import bca, diagnostics, replicates, uncertainty
 
 WEIGHTS = Weights(0.35, 0.25, 0.20, 0.20)
 THRESHOLDS = VerdictThresholds(80.0, 65.0)
@@ -74,10 +75,9 @@ def _audit(n_train: int = 250, n_test: int = 114, seed: int = 0) -> Audit:
         model.predict_proba(X_train[:n_eval]),
         model.predict_proba(X_test[:n_eval]),
     )
-    mi = attacks.membership_score(attack, member_proba, non_proba, n_pool=200, params=MEMBERSHIP)
-    member_right, non_right = replicates.membership_guesses(
-        attack, member_proba, non_proba, threshold=MEMBERSHIP.threshold
-    )
+    member_flagged = attack.predict_proba(member_proba)[:, 1] >= MEMBERSHIP.threshold
+    non_flagged = attack.predict_proba(non_proba)[:, 1] >= MEMBERSHIP.threshold
+    advantage = member_flagged.mean() - non_flagged.mean()
 
     p_test = attacks.positive_proba(model, X_test)
     calibration = attacks.calibration(y_test, p_test, params=CALIBRATION)
@@ -91,13 +91,13 @@ def _audit(n_train: int = 250, n_test: int = 114, seed: int = 0) -> Audit:
     rows = replicates.ComponentRows(
         n_test=n_test,
         fgsm=replicates.FGSMRows(fgsm_idx, y_test[fgsm_idx], p_clean, p_adv, 0.5),
-        membership=replicates.MembershipRows(member_right, np.arange(n_eval), non_right),
+        membership=replicates.MembershipRows(member_flagged, np.arange(n_eval), non_flagged),
         calibration=replicates.CalibrationRows(np.arange(n_test), y_test, p_test, 10, 12.0),
         walk=replicates.WalkRows(walk_idx, np.array(walk.steps), 100),
     )
     components = {
         "fgsm_robustness": fgsm.score,
-        "membership_inference_resistance": mi.score,
+        "membership_inference_resistance": float(np.clip(1.0 - advantage, 0.0, 1.0)),
         "calibration_ece": calibration.score,
         "boundary_attack_resistance": walk.score,
     }
@@ -107,52 +107,75 @@ def _audit(n_train: int = 250, n_test: int = 114, seed: int = 0) -> Audit:
 def _slow_replicate(
     rows: replicates.ComponentRows, test_counts: np.ndarray, member_counts: np.ndarray
 ) -> dict[str, float]:
-    """One replicate the obvious way: materialise the resampled rows, call the scalar code."""
+    """One replicate the obvious way: materialise the resampled rows, compute each statistic.
+
+    Components before their clip to [0, 1], as :mod:`.replicates` returns them.
+    """
 
     def copies(index: np.ndarray) -> np.ndarray:
         return np.repeat(np.arange(len(index)), test_counts[index])
 
+    def auroc(y: np.ndarray, p: np.ndarray) -> float:
+        return float(roc_auc_score(y, p)) if len(np.unique(y)) == 2 else np.nan
+
     f = rows.fgsm
     r = copies(f.test_index)
-    fgsm = attacks.fgsm_score(f.y[r], f.p_clean[r], f.p_adversarial[r], params=FGSM).score
+    clean, adversarial = auroc(f.y[r], f.p_clean[r]), auroc(f.y[r], f.p_adversarial[r])
+    fgsm = f.single_class_score if np.isnan(clean) else 1.0 - (clean - adversarial)
 
     m = rows.membership
-    right = np.concatenate(
-        [
-            np.repeat(m.member_correct, member_counts),
-            m.nonmember_correct[copies(m.nonmember_test_index)],
-        ]
-    )
-    mi = float(np.clip(1 - 2 * (right.mean() - 0.5), 0, 1)) if right.size else np.nan
+    members = np.repeat(m.member_flagged, member_counts)
+    nonmembers = m.nonmember_flagged[copies(m.nonmember_test_index)]
+    defined = members.size and nonmembers.size
+    mi = 1.0 - (members.mean() - nonmembers.mean()) if defined else np.nan
 
     c = rows.calibration
     r = copies(c.test_index)
     ece = attacks.task_ece(c.y[r], c.p[r], c.n_bins)
 
+    # Kumar et al.'s debiased error over the sample's equal-mass bins, held fixed.
+    ids = diagnostics.equal_mass_bin_ids(c.p, diagnostics.EQUAL_MASS_BINS)[r]
+    debiased = 0.0
+    for b in np.unique(ids):
+        mine = ids == b
+        if mine.sum() >= 2:
+            label = c.y[r][mine].mean()
+            gap = (c.p[r][mine].mean() - label) ** 2
+            debiased += mine.sum() / len(r) * (gap - label * (1 - label) / (mine.sum() - 1))
+
     w = rows.walk
-    r = copies(w.test_index)
-    walk = min(1.0, w.steps[r].mean() / w.max_steps) if r.size else np.nan
+    r_walk = copies(w.test_index)
+    walk = min(1.0, w.steps[r_walk].mean() / w.max_steps) if r_walk.size else np.nan
     return {
         "fgsm_robustness": fgsm,
         "membership_inference_resistance": mi,
-        "calibration_ece": max(0.0, 1 - c.ece_scale * ece),
+        "calibration_ece": 1 - c.ece_scale * ece,
         "boundary_attack_resistance": walk,
+        "auroc": auroc(c.y[r], c.p[r]),
+        "brier": float(np.mean((c.p[r] - c.y[r]) ** 2)) if r.size else np.nan,
+        "ece": ece,
+        "debiased_l2": debiased if r.size else np.nan,
     }
+
+
+def _sps(values: dict[str, float]) -> float:
+    clipped = {name: min(1.0, max(0.0, values[name])) for name in COMPONENTS}
+    return security_posture_score(clipped, WEIGHTS)
 
 
 def test_with_every_row_counted_once_the_replicate_is_the_audit_itself() -> None:
     audit = _audit()
-    n_members = len(audit.rows.membership.member_correct)
+    n_members = len(audit.rows.membership.member_flagged)
     one = replicates.component_replicates(
         audit.rows, np.ones((1, audit.rows.n_test), np.int64), np.ones((1, n_members), np.int64)
     )
     for name, value in audit.components.items():
-        assert one[name][0] == pytest.approx(value, abs=1e-12), name
+        assert min(1.0, max(0.0, one[name][0])) == pytest.approx(value, abs=1e-12), name
 
 
 def test_each_replicate_equals_a_slow_obvious_bootstrap_of_the_scalar_attacks() -> None:
     audit = _audit()
-    n_members = len(audit.rows.membership.member_correct)
+    n_members = len(audit.rows.membership.member_flagged)
     for test_counts, member_counts in replicates.count_chunks(7, 60, audit.rows.n_test, n_members):
         fast = replicates.component_replicates(audit.rows, test_counts, member_counts)
         for b in range(len(test_counts)):
@@ -161,38 +184,67 @@ def test_each_replicate_equals_a_slow_obvious_bootstrap_of_the_scalar_attacks() 
                 assert fast[name][b] == pytest.approx(value, abs=1e-12, nan_ok=True), (name, b)
 
 
-def test_the_intervals_and_verdict_stability_equal_the_slow_bootstraps() -> None:
+def test_the_intervals_and_verdict_stability_equal_a_slow_bca_of_the_same_draws() -> None:
     audit = _audit(seed=1)
     result = uncertainty.bootstrap(
         audit.rows, weights=WEIGHTS, thresholds=THRESHOLDS, n_boot=200, seed=3
     )
-    n_members = len(audit.rows.membership.member_correct)
-    slow: dict[str, list[float]] = {name: [] for name in audit.components}
-    slow_sps: list[float] = []
+    rows = audit.rows
+    n_test, n_members = rows.n_test, len(rows.membership.member_flagged)
+    names = [*COMPONENTS, "auroc", "brier", "ece", "debiased_l2"]
+    slow: dict[str, list[float]] = {name: [] for name in [*names, "sps"]}
     # The slow loop draws its own indices with the same generators, row by row.
     test_rng, member_rng = np.random.RandomState(3), np.random.RandomState(4)
     for _ in range(200):
-        test_idx = test_rng.randint(0, audit.rows.n_test, size=audit.rows.n_test, dtype=np.int32)
+        test_idx = test_rng.randint(0, n_test, size=n_test, dtype=np.int32)
         member_idx = member_rng.randint(0, n_members, size=n_members, dtype=np.int32)
         replicate = _slow_replicate(
-            audit.rows,
-            np.bincount(test_idx, minlength=audit.rows.n_test),
+            rows,
+            np.bincount(test_idx, minlength=n_test),
             np.bincount(member_idx, minlength=n_members),
         )
-        for name, value in replicate.items():
-            slow[name].append(value)
-        slow_sps.append(security_posture_score(replicate, WEIGHTS))
-    for name, values in slow.items():
-        low, high = np.quantile(values, [0.025, 0.975])
-        assert result.components[name].low == pytest.approx(low, abs=1e-12)
-        assert result.components[name].high == pytest.approx(high, abs=1e-12)
-        assert result.components[name].point == pytest.approx(audit.components[name], abs=1e-12)
-    assert result.sps.low == pytest.approx(np.quantile(slow_sps, 0.025), abs=1e-9)
-    assert result.sps.high == pytest.approx(np.quantile(slow_sps, 0.975), abs=1e-9)
-    point = verdict(round(security_posture_score(audit.components, WEIGHTS), 2), THRESHOLDS)
-    changed = np.mean([verdict(round(s, 2), THRESHOLDS) != point for s in slow_sps])
-    assert result.verdict == point
-    assert result.verdict_change_probability == pytest.approx(changed)
+        for name in names:
+            slow[name].append(replicate[name])
+        slow["sps"].append(_sps(replicate))
+    # The jackknife: every test row left out once, then every member (both under 200).
+    ones_t, ones_m = np.ones(n_test, np.int64), np.ones(n_members, np.int64)
+    jackknife: list[dict[str, list[float]]] = []
+    for side, n in (("test", n_test), ("members", n_members)):
+        values: dict[str, list[float]] = {name: [] for name in [*names, "sps"]}
+        for i in range(n):
+            counts = np.ones(n, np.int64)
+            counts[i] = 0
+            replicate = _slow_replicate(
+                rows, counts if side == "test" else ones_t, counts if side == "members" else ones_m
+            )
+            for name in names:
+                values[name].append(replicate[name])
+            values["sps"].append(_sps(replicate))
+        jackknife.append(values)
+    point = _slow_replicate(rows, ones_t, ones_m)
+    point["sps"] = _sps(point)
+    for name in [*names, "sps"]:
+        expected = bca.bca_interval(
+            point[name], np.array(slow[name]), [np.array(j[name]) for j in jackknife]
+        )
+        got = (
+            result.components.get(name)
+            or result.diagnostics.get(name)
+            or (result.sps if name == "sps" else None)
+        )
+        assert got is not None, name
+        clip = (lambda v: min(1.0, max(0.0, v))) if name in COMPONENTS else (lambda v: v)
+        assert got.low == pytest.approx(clip(expected.low), abs=1e-9), name
+        assert got.high == pytest.approx(clip(expected.high), abs=1e-9), name
+        assert got.bias == pytest.approx(expected.bias, abs=1e-9), name
+    sps_interval = bca.bca_interval(
+        point["sps"], np.array(slow["sps"]), [np.array(j["sps"]) for j in jackknife]
+    )
+    below = bca.confidence_below(THRESHOLDS.production - 0.005, sps_interval, np.array(slow["sps"]))
+    point_verdict = verdict(round(point["sps"], 2), THRESHOLDS)
+    assert result.verdict == point_verdict
+    if point_verdict == "PRODUCTION":
+        assert result.verdict_change_probability == pytest.approx(below, abs=1e-9)
     assert sum(result.verdict_distribution.values()) == pytest.approx(1.0)
 
 
@@ -207,6 +259,11 @@ def test_the_chunk_size_never_changes_the_replicates(monkeypatch: pytest.MonkeyP
     )
     for name, values in whole.replicates.items():
         np.testing.assert_array_equal(chunked.replicates[name], values)
+    # The jackknife's sums are matrix products of another shape per chunk size, and
+    # BLAS may round those in the last bit: the intervals agree to that.
+    for name, interval in whole.components.items():
+        assert chunked.components[name].low == pytest.approx(interval.low, abs=1e-12), name
+        assert chunked.components[name].high == pytest.approx(interval.high, abs=1e-12), name
 
 
 def test_the_weighted_auc_counts_a_row_drawn_twice_as_two_rows() -> None:
@@ -240,19 +297,26 @@ def test_indices_outside_the_test_set_are_refused() -> None:
         uncertainty.bootstrap(bad, weights=WEIGHTS, thresholds=THRESHOLDS, n_boot=5)
 
 
-def test_the_attack_auc_interval_equals_a_slow_bootstrap_of_roc_auc_score() -> None:
+def test_the_attack_auc_interval_equals_a_slow_bca_of_roc_auc_score() -> None:
     rng = np.random.RandomState(5)
     members, nonmembers = rng.standard_normal(70) + 0.4, rng.standard_normal(90)
     result = uncertainty.auc_interval(members, nonmembers, n_boot=100, seed=11)
+    truth = np.r_[np.ones(70), np.zeros(90)]
     slow = []
     nonmember_rng, member_rng = np.random.RandomState(11), np.random.RandomState(12)
     for _ in range(100):
         n_idx = nonmember_rng.randint(0, 90, size=90, dtype=np.int32)
         m_idx = member_rng.randint(0, 70, size=70, dtype=np.int32)
-        truth = np.r_[np.ones(70), np.zeros(90)]
         slow.append(roc_auc_score(truth, np.r_[members[m_idx], nonmembers[n_idx]]))
-    assert result.point == pytest.approx(
-        roc_auc_score(np.r_[np.ones(70), np.zeros(90)], np.r_[members, nonmembers])
-    )
-    assert result.low == pytest.approx(np.quantile(slow, 0.025), abs=1e-12)
-    assert result.high == pytest.approx(np.quantile(slow, 0.975), abs=1e-12)
+    jackknife = [
+        np.array([roc_auc_score(truth[1:], np.r_[np.delete(members, i), nonmembers])
+                  for i in range(70)]),
+        np.array([roc_auc_score(truth[:-1], np.r_[members, np.delete(nonmembers, i)])
+                  for i in range(90)]),
+    ]  # fmt: skip
+    point = roc_auc_score(truth, np.r_[members, nonmembers])
+    expected = bca.bca_interval(point, np.array(slow), jackknife)
+    assert result.point == pytest.approx(point)
+    assert result.low == pytest.approx(expected.low, abs=1e-12)
+    assert result.high == pytest.approx(expected.high, abs=1e-12)
+    assert result.acceleration == pytest.approx(expected.acceleration, abs=1e-12)

@@ -135,7 +135,7 @@ def test_the_audit_page_shows_the_verdict_the_sps_interval_and_its_stability(
     assert f"<strong>{u['sps']['point']:.2f}</strong>" in audit_page
     assert f"{u['sps']['low']:.2f} – {u['sps']['high']:.2f}" in audit_page
     holds = 100 * (1 - u["verdict_change_probability"])
-    assert f"holds in {holds:.1f}% of {u['n_boot']} bootstrap resamples" in audit_page
+    assert f"holds with {holds:.1f}% confidence (BCa, from {u['n_boot']} bootstrap" in audit_page
     for share in u["verdict_distribution"].values():
         assert f"{100 * share:.1f}%" in audit_page
 

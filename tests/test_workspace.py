@@ -159,6 +159,40 @@ def test_a_manifest_for_another_artifact_is_refused(built: tuple[Path, dict[str,
         check_reference_matches(manifest, Path("m.json"), "wdbc-hard", None)
 
 
+def test_a_torch_artifact_trained_on_other_cpu_kernels_is_refused_saying_so(
+    built: tuple[Path, dict[str, Any]],
+) -> None:
+    torch = pytest.importorskip("torch")
+    _, manifest = built
+    here = torch.backends.cpu.get_cpu_capability()
+    elsewhere = "AVX512" if here != "AVX512" else "AVX2"
+
+    @dataclasses.dataclass
+    class Ref:
+        artifact_sha256: str
+        data_sha256: str
+        libraries: dict[str, str]
+
+    other = dict(manifest, training={"cpu_capability": elsewhere})
+    with pytest.raises(
+        GraderManifestError, match=f"torch used {elsewhere} kernels and this machine uses {here}"
+    ):
+        check_reference_matches(
+            other,
+            Path("m.json"),
+            "wdbc-baseline",
+            Ref("0" * 64, manifest["data_sha256"], manifest["libraries"]),
+        )
+    same = dict(manifest, training={"cpu_capability": here})
+    with pytest.raises(GraderManifestError, match="the recipe or data changed"):
+        check_reference_matches(
+            same,
+            Path("m.json"),
+            "wdbc-baseline",
+            Ref("0" * 64, manifest["data_sha256"], manifest["libraries"]),
+        )
+
+
 def test_a_file_that_is_not_a_manifest_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "manifest.json"
     path.write_text('{"format": "other"}')

@@ -77,15 +77,16 @@ def audit(
 ) -> AuditResult:
     """Run the four attacks of SPEC §3 (or §7) on ``model`` and combine them.
 
-    With ``params.fgsm.gradient = "model"`` ("sps-v1-wb") FGSM follows the
-    model's own gradient and ``details`` gains the §7.3 diagnostics; the other
-    three components are the same batched kernels either way.
+    With ``params.fgsm.gradient = "model"`` ("sps-v1-wb2") FGSM follows the
+    model's own logit gradient and ``details`` gains the §7.3 diagnostics
+    (zero-gradient fraction, strong PGD, loss attack); the other three
+    components are the same batched kernels either way.
 
     Parameters
     ----------
     model
         A fitted binary classifier with ``predict_proba`` and ``predict``;
-        for white-box FGSM also ``loss_gradient`` and ``row_losses``
+        for white-box FGSM also ``logits``, ``logit_gradient`` and ``row_losses``
         (:class:`~..models.torch_adapter.TorchClassifier`).
     data
         Training rows (surrogate, shadow models, members) and test rows.
@@ -108,16 +109,18 @@ def audit(
         return result
 
     budget = fgsm_budget(params.fgsm, data.X_train)
+    white_box = None
     if params.fgsm.white_box:
         from . import whitebox
 
-        fgsm_idx, X_adv = timed(
+        white_box = timed(
             "gradient",
-            "FGSM through the model's own gradient",
+            "FGSM through the model's own logit gradient",
             lambda: whitebox.fgsm_whitebox_sample(
                 _differentiable(model), data.X_test, data.y_test, params=params.fgsm, budget=budget
             ),
         )
+        fgsm_idx, X_adv = white_box.idx, white_box.X_adv
     else:
         sign = timed(
             "surrogate",
@@ -218,11 +221,12 @@ def audit(
         "artifact_sha256": artifact_sha256,
         "data_sha256": data.sha256,
     }
-    if params.fgsm.white_box:
+    if white_box is not None:
+        details["zero_gradient_fraction"] = white_box.zero_gradient_fraction
         details.update(
             timed(
                 "white_box_diagnostics",
-                "PGD and the loss-threshold membership attack",
+                "strong PGD and the loss-threshold membership attack",
                 lambda: white_box_diagnostics(_differentiable(model), data, params, budget, n_eval),
             )
         )
@@ -230,8 +234,8 @@ def audit(
 
 
 def _differentiable(model: Classifier) -> Differentiable:
-    """``model`` if it gives input gradients and row losses, else a usage error."""
-    if not (hasattr(model, "loss_gradient") and hasattr(model, "row_losses")):
+    """``model`` if it gives logits, their input gradients and row losses, else a usage error."""
+    if not all(hasattr(model, name) for name in ("logits", "logit_gradient", "row_losses")):
         raise TypeError(
             f"white-box FGSM (fgsm.gradient = 'model') needs a differentiable model such as "
             f"a loaded model.pt2; got {type(model).__name__}"
@@ -242,18 +246,22 @@ def _differentiable(model: Classifier) -> Differentiable:
 def white_box_diagnostics(
     model: Differentiable, data: Dataset, params: AuditParams, budget: Budget, n_eval: int
 ) -> dict[str, Any]:
-    """SPEC §7.3, not graded: PGD adversarial AUROC and the loss-threshold attack.
+    """SPEC §7.3, not graded: the strong PGD's adversarial AUROC and the loss-threshold attack.
 
-    The loss attack queries the same rows as the shadow-model component: the
-    first ``n_eval`` training rows (members) and test rows (non-members).
+    The strong PGD attacks the FGSM rows; the loss attack queries the same rows
+    as the shadow-model component: the first ``n_eval`` training rows (members)
+    and test rows (non-members).
     """
     from . import privacy, whitebox
 
     details: dict[str, Any] = {}
     if params.fgsm.pgd_steps is not None:
-        pgd = whitebox.pgd_auroc(model, data.X_test, data.y_test, params=params.fgsm, budget=budget)
+        pgd = whitebox.strong_pgd_auroc(
+            model, data.X_test, data.y_test, params=params.fgsm, budget=budget
+        )
         details["pgd_auroc_adversarial"] = pgd.auroc_adversarial
         details["pgd_steps"] = pgd.steps
+        details["pgd_restarts"] = pgd.restarts
     losses = privacy.loss_attack(
         model.row_losses(data.X_train[:n_eval], data.y_train[:n_eval]),
         model.row_losses(data.X_test[:n_eval], data.y_test[:n_eval]),

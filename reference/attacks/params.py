@@ -1,4 +1,4 @@
-"""Parameter records of the "sps-v1" semantics (SPEC §3).
+"""Parameter records of the "sps-v1" semantics (SPEC §3) and its white-box form (§7).
 
 Every number an attack uses lives here, filled from a variant file; the attack
 code holds no constants of its own. All records are frozen and hashable so they
@@ -21,10 +21,23 @@ COMPONENTS = (
 SEMANTICS = "sps-v1"
 """Version of the attack semantics; part of every reference cache key."""
 
-SEMANTICS_WHITE_BOX = "sps-v1-wb"
-"""SPEC §7: "sps-v1" with FGSM through the audited model's own gradient."""
+SEMANTICS_WHITE_BOX = "sps-v1-wb2"
+"""SPEC §7 as revised: "sps-v1" with FGSM along ``(1 - 2y) sign(d logit / dx)``, the
+audited model's own logit gradient, and the strong margin PGD in the details."""
 
 ALL_SEMANTICS = (SEMANTICS, SEMANTICS_WHITE_BOX)
+
+RETIRED_SEMANTICS = {
+    "sps-v1-wb": (
+        "it took the sign of the float32 cross-entropy gradient, which is exactly 0 "
+        "where |logit| > ~17, so the auditor masked its own gradients (SPEC §7)"
+    ),
+}
+"""Semantics no code path computes any more, and why: a variant naming one is refused."""
+
+STRONG_PGD_MIN_STEPS = 50
+STRONG_PGD_MIN_RESTARTS = 5
+"""SPEC §7.3: the strong attack takes at least this many steps and restarts."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,8 +70,9 @@ class FGSMParams:
 
     With the optional keys absent this is SPEC §3.1 ("sps-v1") exactly: the
     surrogate's coefficient signs, ``epsilon`` in raw units, no clipping. The
-    optional keys select SPEC §7.2 ("sps-v1-wb", ``gradient = "model"``) and
-    the per-feature budgets and clipping a model owner's audit needs.
+    optional keys select SPEC §7.2 ("sps-v1-wb2", ``gradient = "model"``), its
+    strong PGD (§7.3), and the per-feature budgets and clipping a model
+    owner's audit needs.
     """
 
     epsilon: float
@@ -79,7 +93,10 @@ class FGSMParams:
     """``"none"`` (absent) or ``"train-range"``: perturbed rows are clipped to each
     feature's [min, max] over the training rows."""
     pgd_steps: int | None = dataclasses.field(default=None, metadata=_ABSENT_IF_NONE)
-    """Iterations of the PGD diagnostic (§7.3); absent: no PGD diagnostic."""
+    """Steps of the strong margin PGD (§7.3, at least 50); absent: no PGD diagnostic."""
+    pgd_restarts: int | None = dataclasses.field(default=None, metadata=_ABSENT_IF_NONE)
+    """Restarts of the strong PGD (§7.3, at least 5): the first from the drawn rows,
+    the others from uniform points of the box drawn by ``RandomState(seed)``."""
 
     @property
     def white_box(self) -> bool:
@@ -201,5 +218,5 @@ def as_dict(record: Any) -> dict[str, Any]:
 
 
 def semantics_of(fgsm: FGSMParams) -> str:
-    """The semantics a parameter set implements: white-box FGSM makes it "sps-v1-wb"."""
+    """The semantics a parameter set implements: white-box FGSM makes it "sps-v1-wb2"."""
     return SEMANTICS_WHITE_BOX if fgsm.white_box else SEMANTICS

@@ -346,3 +346,54 @@ def bootstrap_auc_difference(
     return Difference(
         attack_auc(a_m, a_n) - attack_auc(b_m, b_n), float(low), float(high), level, n_resamples
     )
+
+
+def bootstrap_mean_auc_difference(
+    a: Sequence[tuple[Any, Any]],
+    b: Sequence[tuple[Any, Any]],
+    *,
+    n_resamples: int = 1000,
+    seed: int = 42,
+    level: float = 0.95,
+) -> Difference:
+    """Paired bootstrap of ``mean_k [AUC(a_k) - AUC(b_k)]`` over k replicates on shared rows.
+
+    ``a[k]`` and ``b[k]`` are ``(positive_scores, negative_scores)`` of two
+    scorers (say, a model trained with seed k with and without a defence) on
+    the same positive and negative rows, in the same order for every k. Each
+    resample draws positives and negatives (separately, keeping their counts)
+    once and scores every replicate on that draw, so the interval holds the
+    rows' sampling noise while the mean over k averages the training noise.
+    Used for AUROCs (positives = label 1) and membership AUCs (members) alike.
+    """
+    import numpy as np
+
+    if not a or len(a) != len(b):
+        raise ValueError(f"need as many replicates of a as of b, got {len(a)} and {len(b)}")
+    pairs = [
+        tuple(np.asarray(scores, np.float64) for scores in (*a_k, *b_k))
+        for a_k, b_k in zip(a, b, strict=True)
+    ]
+    shapes = {tuple(part.shape for part in pair) for pair in pairs}
+    m, n = pairs[0][0].shape, pairs[0][1].shape
+    if shapes != {(m, n, m, n)}:
+        raise ValueError("every scorer must score the same positives and negatives")
+
+    def mean_difference(rows_m: Any, rows_n: Any) -> float:
+        return float(
+            np.mean(
+                [
+                    attack_auc(am[rows_m], an[rows_n]) - attack_auc(bm[rows_m], bn[rows_n])
+                    for am, an, bm, bn in pairs
+                ]
+            )
+        )
+
+    rng = np.random.RandomState(seed)
+    diffs = np.empty(n_resamples)
+    for i in range(n_resamples):
+        diffs[i] = mean_difference(rng.randint(0, m[0], m[0]), rng.randint(0, n[0], n[0]))
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(diffs, [tail, 1.0 - tail])
+    everything = mean_difference(np.arange(m[0]), np.arange(n[0]))
+    return Difference(everything, float(low), float(high), level, n_resamples)

@@ -24,15 +24,11 @@ if TYPE_CHECKING:
 
 
 class Differentiable(Protocol):
-    """A classifier that also gives input gradients and per-row losses."""
+    """A classifier that also gives its logits, their input gradients and per-row losses."""
 
     def predict_proba(self, X: Any) -> Any: ...
 
     def predict(self, X: Any) -> Any: ...
-
-    def loss_gradient(self, X: Any, y: Any) -> Any:
-        """Gradient of the summed binary cross-entropy w.r.t. the rows, shape (n, d)."""
-        ...
 
     def row_losses(self, X: Any, y: Any) -> Any:
         """Binary cross-entropy of each row, shape (n,)."""
@@ -120,6 +116,30 @@ def margin_pgd(
     return adversarial
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class WhiteBoxFGSM:
+    """The FGSM rows of SPEC §7.2: drawn positions, their direction and their copies.
+
+    Attributes
+    ----------
+    idx
+        Positions of the drawn test rows, shape (k,).
+    direction
+        ``(1 - 2y) * sign(d f / dx)`` per drawn row, shape (k, d), entries in {-1, 0, 1}.
+    X_adv
+        ``X_drawn + e * direction``, clipped to the training range if asked, (k, d).
+    """
+
+    idx: IntArray
+    direction: FloatArray
+    X_adv: FloatArray
+
+    @property
+    def zero_gradient_fraction(self) -> float:
+        """The share of drawn rows whose logit gradient is all zero (SPEC §7.3)."""
+        return zero_gradient_fraction(self.direction)
+
+
 def fgsm_whitebox_sample(
     model: Differentiable,
     X_test: FloatArray,
@@ -127,51 +147,28 @@ def fgsm_whitebox_sample(
     *,
     params: FGSMParams,
     budget: Budget,
-) -> tuple[IntArray, FloatArray]:
-    """The drawn rows' indices, shape (k,), and their white-box FGSM copies, (k, d).
+) -> WhiteBoxFGSM:
+    """SPEC §7.2 steps 2-5 ("sps-v1-wb2"): draw rows as §3.1 step 2, step along the direction.
 
-    Rows are drawn as in §3.1 step 2. ``X_adv = X + e * sign(g)`` with ``g``
-    the loss gradient at the row's own label: a step *up* the loss, so unlike
-    the surrogate form no label-dependent direction is needed. A zero gradient
-    component (a saturated sigmoid gives exactly zero) moves nothing.
+    ``X_adv = X + e * (1 - 2y) * sign(d f / dx)`` in float64: positives move
+    down the logit, negatives up, each feature by its whole budget unless its
+    gradient component is exactly zero.
     """
-    import numpy as np
-
     idx = draw_rows(params.seed, len(X_test), params.n_samples)
     X = X_test[idx]
-    gradient = np.asarray(model.loss_gradient(X, y_test[idx]), dtype=np.float64)
-    return idx, budget.clip(X + budget.step * np.sign(gradient))
-
-
-def pgd_perturb(
-    model: Differentiable, X: FloatArray, y: IntArray, *, budget: Budget, steps: int
-) -> FloatArray:
-    """``steps`` signed-gradient steps of ``alpha = 2.5 e / steps`` from ``X`` (no random start).
-
-    After each step the rows are projected onto the box ``[X - e, X + e]``,
-    then (with a clipping box in ``budget``) onto the training range. The
-    step size is Madry et al.'s: large enough to reach any corner of the box
-    in ``steps / 2.5`` steps and to move back along the way.
-    """
-    import numpy as np
-
-    alpha = 2.5 * budget.step / steps
-    low, high = X - budget.step, X + budget.step
-    current = np.array(X, dtype=np.float64)
-    for _ in range(steps):
-        gradient = np.asarray(model.loss_gradient(current, y), dtype=np.float64)
-        current = budget.clip(np.clip(current + alpha * np.sign(gradient), low, high))
-    return current
+    direction = fgsm_direction(model, X, y_test[idx])
+    return WhiteBoxFGSM(idx, direction, budget.clip(X + budget.step * direction))
 
 
 @dataclasses.dataclass(frozen=True)
 class PGDResult:
     auroc_adversarial: float | None
-    """AUROC on the PGD copies of the FGSM rows; ``None`` if they hold one class."""
+    """AUROC on the strong PGD copies of the FGSM rows; ``None`` if they hold one class."""
     steps: int
+    restarts: int
 
 
-def pgd_auroc(
+def strong_pgd_auroc(
     model: Differentiable,
     X_test: FloatArray,
     y_test: IntArray,
@@ -179,16 +176,31 @@ def pgd_auroc(
     params: FGSMParams,
     budget: Budget,
 ) -> PGDResult:
-    """The PGD diagnostic (§7.3) on the rows FGSM draws: lower means less robust."""
+    """SPEC §7.3's strong attack on the rows FGSM draws: lower means less robust.
+
+    :func:`margin_pgd` with the variant's ``pgd_steps`` and ``pgd_restarts``;
+    its random starts are drawn from ``RandomState(params.seed)``.
+    """
     import numpy as np
     from sklearn.metrics import roc_auc_score
 
-    if params.pgd_steps is None:
-        raise ValueError("fgsm.pgd_steps is not set: the variant asks for no PGD diagnostic")
+    if params.pgd_steps is None or params.pgd_restarts is None:
+        raise ValueError(
+            "fgsm.pgd_steps and fgsm.pgd_restarts are not both set: "
+            "the variant asks for no strong PGD"
+        )
     idx = draw_rows(params.seed, len(X_test), params.n_samples)
     y = y_test[idx]
     if np.unique(y).size < 2:
-        return PGDResult(None, params.pgd_steps)
-    X_adv = pgd_perturb(model, X_test[idx], y, budget=budget, steps=params.pgd_steps)
+        return PGDResult(None, params.pgd_steps, params.pgd_restarts)
+    X_adv = margin_pgd(
+        model,
+        X_test[idx],
+        y,
+        budget=budget,
+        steps=params.pgd_steps,
+        restarts=params.pgd_restarts,
+        seed=params.seed,
+    )
     p = np.asarray(model.predict_proba(X_adv), dtype=np.float64)[:, 1]
-    return PGDResult(float(roc_auc_score(y, p)), params.pgd_steps)
+    return PGDResult(float(roc_auc_score(y, p)), params.pgd_steps, params.pgd_restarts)

@@ -11,14 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from .dataset import CSVSource
+from .flchain import FLChainSource
 from .icu import ICUSynthSource
 from .mimic import MimicSource
 from .wdbc import WDBCSource
+from .whas500 import WHAS500Source
 
 SOURCES: dict[str, type[Any]] = {
     "wdbc": WDBCSource,
     "csv": CSVSource,
     "icu-synth": ICUSynthSource,
     "mimic": MimicSource,
+    "flchain": FLChainSource,
+    "whas500": WHAS500Source,
 }
 """Dataset sources by the name a variant file's ``[dataset] source`` uses."""

@@ -56,8 +56,6 @@ class Program(Protocol):
 
     def predict(self, X: Any) -> Any: ...
 
-    def loss_gradient(self, X: Any, y: Any) -> Any: ...
-
 
 def auroc(y: Any, score: Any) -> float:
     """``sklearn.metrics.roc_auc_score``: higher scores should mean class 1."""

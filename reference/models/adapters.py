@@ -14,7 +14,12 @@ Kinds adapted here:
   that select columns by name work;
 - ``xgboost.Booster`` with a ``binary:logistic`` (or ``binary:logitraw``) objective;
 - torch ``.pt2`` exported programs (SPEC §7.1), loaded by
-  :class:`~.torch_adapter.TorchClassifier`, whose ``loss_gradient`` also allows white-box attacks.
+  :class:`~.torch_adapter.TorchClassifier`, whose logits and their gradient also
+  allow white-box attacks.
+
+Rows may hold NaN (a missing value) and category codes (:mod:`.categories`):
+an estimator is given the level strings back, as it was fitted; whether it
+takes either is its own business, and the input contract asks it.
 
 Checks raise :class:`ModelError` with a one-line message that says what was
 expected, what arrived, and what fixes it; the CLI prints it and exits 2.
@@ -25,6 +30,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
+
+from .categories import NO_CATEGORIES, Categories
 
 if TYPE_CHECKING:
     import numpy as np
@@ -178,6 +185,8 @@ class EstimatorAdapter:
         Data columns to pass, in the order the estimator was fitted with.
     frame_names
         Feature names to put on a DataFrame, or None to pass a NumPy array.
+    categories
+        Categorical data columns, given to the estimator as their level strings.
     """
 
     estimator: Any
@@ -186,9 +195,15 @@ class EstimatorAdapter:
     columns: tuple[int, ...]
     frame_names: tuple[str, ...] | None
     name: str
+    categories: Categories = NO_CATEGORIES
 
-    def _inputs(self, X: FloatArray) -> Any:
+    def inputs(self, X: FloatArray) -> Any:
+        """Rows ``X`` (data column order, codes for categories) as the estimator takes them."""
         rows = _select(X, self.columns)
+        if self.categories and set(self.categories.columns) & set(self.columns):
+            if self.frame_names is None:
+                return self.categories.objects(rows, self.columns)
+            return self.categories.frame(rows, self.columns, self.frame_names)
         if self.frame_names is None:
             return rows
         import importlib
@@ -200,7 +215,7 @@ class EstimatorAdapter:
     def predict_proba(self, X: FloatArray) -> FloatArray:
         source = f"{self.name}.predict_proba"
         prob = check_probabilities(
-            _call(self.estimator.predict_proba, self._inputs(X), source),
+            _call(self.estimator.predict_proba, self.inputs(X), source),
             len(X),
             column=self.positive_index,
             source=source,
@@ -211,7 +226,7 @@ class EstimatorAdapter:
         import numpy as np
 
         source = f"{self.name}.predict"
-        labels = np.asarray(_call(self.estimator.predict, self._inputs(X), source))
+        labels = np.asarray(_call(self.estimator.predict, self.inputs(X), source))
         if labels.shape != (len(X),):
             raise ModelError(
                 f"{source} returned shape {labels.shape} for {len(X)} rows; expected ({len(X)},)"
@@ -239,14 +254,19 @@ class BoosterAdapter:
     columns: tuple[int, ...]
     feature_names: tuple[str, ...] | None
     logit_output: bool
+    categories: Categories = NO_CATEGORIES
 
     def _positive(self, X: FloatArray) -> FloatArray:
         import numpy as np
         import xgboost
 
-        rows = _select(X, self.columns)
+        rows: Any = _select(X, self.columns)
+        if self.categories and set(self.categories.columns) & set(self.columns):
+            rows = self.categories.objects(rows, self.columns)  # DMatrix says what it makes of text
         names = None if self.feature_names is None else list(self.feature_names)
-        matrix = xgboost.DMatrix(rows, feature_names=names)
+        matrix = _call(
+            lambda data: xgboost.DMatrix(data, feature_names=names), rows, "xgboost.DMatrix"
+        )
         raw = _call(self.booster.predict, matrix, "Booster.predict")
         if self.logit_output:
             raw = 1.0 / (1.0 + np.exp(-np.asarray(raw, dtype=np.float64)))
@@ -277,7 +297,11 @@ def _column_map(wanted: Sequence[str], available: Sequence[str], *, model: str) 
 
 
 def adapt_estimator(
-    estimator: Any, *, feature_names: Sequence[str], positive_class: Any
+    estimator: Any,
+    *,
+    feature_names: Sequence[str],
+    positive_class: Any,
+    categories: Categories = NO_CATEGORIES,
 ) -> EstimatorAdapter:
     """Adapt an estimator with ``predict_proba`` and ``classes_``.
 
@@ -313,18 +337,22 @@ def adapt_estimator(
                 f"{name} was fitted with feature names, which needs pandas to pass them: "
                 "pip install pandas"
             )
-        return EstimatorAdapter(estimator, index, classes[index], columns, frame, name)
+        return EstimatorAdapter(estimator, index, classes[index], columns, frame, name, categories)
     n_in = getattr(estimator, "n_features_in_", None)
     if n_in is not None and int(n_in) != len(feature_names):
         raise ModelError(
             f"{name} was fitted on {int(n_in)} features; the data has {len(feature_names)}"
         )
     columns = tuple(range(len(feature_names)))
-    return EstimatorAdapter(estimator, index, classes[index], columns, None, name)
+    return EstimatorAdapter(estimator, index, classes[index], columns, None, name, categories)
 
 
 def adapt_booster(
-    booster: Any, *, feature_names: Sequence[str], positive_class: Any
+    booster: Any,
+    *,
+    feature_names: Sequence[str],
+    positive_class: Any,
+    categories: Categories = NO_CATEGORIES,
 ) -> BoosterAdapter:
     """Adapt an ``xgboost.Booster``; its positive class is the label 1 it was trained on."""
     import json
@@ -344,24 +372,32 @@ def adapt_booster(
     names = booster.feature_names
     if names:
         columns = _column_map(list(names), feature_names, model="Booster")
-        return BoosterAdapter(booster, columns, tuple(names), BOOSTER_OBJECTIVES[objective])
+        return BoosterAdapter(
+            booster, columns, tuple(names), BOOSTER_OBJECTIVES[objective], categories
+        )
     n_in = int(booster.num_features())
     if n_in != len(feature_names):
         raise ModelError(
             f"Booster was fitted on {n_in} features; the data has {len(feature_names)}"
         )
     return BoosterAdapter(
-        booster, tuple(range(len(feature_names))), None, BOOSTER_OBJECTIVES[objective]
+        booster, tuple(range(len(feature_names))), None, BOOSTER_OBJECTIVES[objective], categories
     )
 
 
 def adapt_torch_program(
-    program: Any, *, feature_names: Sequence[str], positive_class: Any
+    program: Any,
+    *,
+    feature_names: Sequence[str],
+    positive_class: Any,
+    categories: Categories = NO_CATEGORIES,
 ) -> AuditedModel:
     """Adapt a loaded torch ``.pt2`` program (:class:`~.torch_adapter.TorchClassifier`, SPEC §7.1).
 
     The program gives the logit of class 1, so the positive class is 1; a
-    probe of two zero rows checks that it takes the data's features.
+    probe of two zero rows checks that it takes the data's features. It takes a
+    float tensor, so a text column is given to it as text and refused with what
+    it says.
     """
     import numpy as np
 
@@ -370,6 +406,9 @@ def adapt_torch_program(
             f"a torch program gives the logit of class 1; positive class {positive_class!r} "
             "cannot be audited (re-encode the label so that 1 is the positive class)"
         )
+    if categories:  # the program is given the text, and says what it makes of it
+        text = categories.objects(np.zeros((2, len(feature_names))), range(len(feature_names)))
+        _call(program.predict_proba, text, "the torch program")
     try:
         program.predict_proba(np.zeros((2, len(feature_names))))
     except Exception as exc:  # noqa: BLE001 - torch's shape guards raise several kinds
@@ -383,7 +422,11 @@ def adapt_torch_program(
 
 
 def adapt_model(
-    model: Any, *, feature_names: Sequence[str], positive_class: Any = None
+    model: Any,
+    *,
+    feature_names: Sequence[str],
+    positive_class: Any = None,
+    categories: Categories = NO_CATEGORIES,
 ) -> AuditedModel:
     """The :class:`AuditedModel` for any supported model kind.
 
@@ -398,6 +441,8 @@ def adapt_model(
         The class whose probability is audited, checked against the model's
         ``classes_``; None is accepted only where the model has no class names
         (a Booster or a torch program predict label 1).
+    categories
+        Categorical columns of the rows (codes), given to the model as text.
 
     Raises
     ------
@@ -407,18 +452,17 @@ def adapt_model(
     from .torch_adapter import TorchClassifier
 
     module = type(model).__module__ or ""
+    kind = {"feature_names": feature_names, "positive_class": positive_class}
     if module.startswith("xgboost") and type(model).__name__ == "Booster":
-        return adapt_booster(model, feature_names=feature_names, positive_class=positive_class)
+        return adapt_booster(model, **kind, categories=categories)
     if isinstance(model, TorchClassifier):
-        return adapt_torch_program(
-            model, feature_names=feature_names, positive_class=positive_class
-        )
+        return adapt_torch_program(model, **kind, categories=categories)
     if module.split(".")[0] == "torch":
         raise ModelError(
             f"{type(model).__name__} is a torch object; torch models are audited as "
             "exported programs: torch.export.save(torch.export.export(model, (x,)), 'model.pt2')"
         )
-    return adapt_estimator(model, feature_names=feature_names, positive_class=positive_class)
+    return adapt_estimator(model, **kind, categories=categories)
 
 
 def binary_labels(values: Sequence[Any], positive_class: Any, *, column: str) -> IntArray:

@@ -145,32 +145,3 @@ class TorchClassifier:
             return np.empty((0, np.asarray(X).shape[1]))
         gradient: FloatArray = np.concatenate(parts)
         return gradient
-
-    def loss_gradient(self, X: Any, y: Any) -> FloatArray:
-        """``d/dX`` of the summed binary cross-entropy (SPEC §7.2 step 3), shape (n, d).
-
-        The sum's gradient with respect to one row is that row's own loss
-        gradient, so chunks (and padding rows, dropped) change nothing.
-        """
-        import numpy as np
-        import torch
-
-        labels = torch.from_numpy(np.array(y, dtype=np.float32))
-        parts = []
-        start = 0
-        with one_thread():
-            for chunk, real in self._chunks(X):
-                target = labels[start : start + real]
-                if real < self.CHUNK:
-                    target = torch.cat([target, target[-1:].expand(self.CHUNK - real)])
-                x = chunk.clone().requires_grad_(True)
-                loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                    self._logits(x), target, reduction="sum"
-                )
-                (grad,) = torch.autograd.grad(loss, x)
-                parts.append(grad[:real].double().numpy())
-                start += real
-        if not parts:
-            return np.empty((0, np.asarray(X).shape[1]))
-        gradient: FloatArray = np.concatenate(parts)
-        return gradient

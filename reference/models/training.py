@@ -1,4 +1,4 @@
-"""Deterministic training of an :class:`~.mlp.MLPRecipe`: plain, PGD-trained or DP-SGD.
+"""Deterministic training of an :class:`~.mlp.MLPRecipe`: plain, PGD-trained, DP-SGD or clipped.
 
 The same recipe and data give byte-identical weights twice on one machine
 (:mod:`.determinism`); another CPU may pick other float32 kernels (SPEC §7.1).
@@ -61,14 +61,31 @@ def _mlp_class() -> type[Any]:
     return StandardisedMLP
 
 
-def _new_module(recipe: MLPRecipe, X: torch.Tensor, generator: torch.Generator) -> Any:
-    """A freshly initialised model whose buffers standardise like ``X``'s rows."""
+def _standardisation(recipe: MLPRecipe, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The program's ``mean`` and ``std`` buffers: the recipe's public constants, or
+    (without them) the training rows' mean and population standard deviation."""
     import torch
 
+    public = recipe.standardisation
+    if public is not None:
+        if len(public.center) != X.shape[1]:
+            raise RecipeError(
+                f"mlp: standardisation has {len(public.center)} constants per array, "
+                f"the data {X.shape[1]} features"
+            )
+        center = torch.tensor(public.center, dtype=torch.float64)
+        return center, torch.tensor(public.scale, dtype=torch.float64)
     mean = X.double().mean(dim=0)
     std = X.double().std(dim=0, correction=0)
     # A constant feature would divide by zero; StandardScaler uses 1 for it too.
-    std = torch.where(std == 0, torch.ones_like(std), std)
+    return mean, torch.where(std == 0, torch.ones_like(std), std)
+
+
+def _new_module(recipe: MLPRecipe, X: torch.Tensor, generator: torch.Generator) -> Any:
+    """A freshly initialised model whose buffers standardise as the recipe says."""
+    import torch
+
+    mean, std = _standardisation(recipe, X)
     module = _mlp_class()(mean.float(), std.float(), recipe.hidden, recipe.activation)
     for layer in module.layers:
         if isinstance(layer, torch.nn.Linear):
@@ -94,10 +111,14 @@ def _loss(logits: torch.Tensor, y: torch.Tensor, pos_weight: torch.Tensor | None
 
 
 def _pos_weight(recipe: MLPRecipe, y: torch.Tensor) -> torch.Tensor | None:
+    """The positive rows' loss weight: none, a published rate's odds, or the labels' own."""
     import torch
 
     if recipe.class_weight == "none":
         return None
+    if recipe.prevalence is not None:
+        # A published rate, not a count of the private labels (SPEC §7.4).
+        return torch.tensor((1.0 - recipe.prevalence) / recipe.prevalence, dtype=torch.float32)
     positives = float(y.sum())
     if positives in (0.0, float(len(y))):
         raise RecipeError("mlp: class_weight = 'balanced' needs both classes in the training rows")
@@ -165,19 +186,28 @@ def _train_plain(
 
 def _train_private(
     recipe: MLPRecipe, module: Any, X: torch.Tensor, y: torch.Tensor, generator: torch.Generator
-) -> tuple[int, float, float]:
-    """DP-SGD through Opacus; returns (steps, last epoch's mean loss, achieved epsilon)."""
+) -> tuple[int, float, float | None]:
+    """DP-SGD through Opacus, or its ablation without noise (``gradient_clipping``).
+
+    Returns (steps, last epoch's mean loss, achieved epsilon or ``None`` without noise).
+    Both defences take this path, so clipping, Poisson batches and the random
+    stream are the same and only the noise differs between them.
+    """
     import torch
     from opacus import PrivacyEngine  # type: ignore[import-untyped]
 
     dp = recipe.differential_privacy
-    assert dp is not None
+    if dp is not None:
+        noise, max_grad_norm, accountant = dp.noise_multiplier, dp.max_grad_norm, dp.accountant
+    else:
+        assert recipe.gradient_clipping is not None
+        noise, max_grad_norm, accountant = 0.0, recipe.gradient_clipping.max_grad_norm, "prv"
     with warnings.catch_warnings():
         # Opacus warns that its default RNG is not cryptographically secure. We
         # want the opposite: seeded, repeatable noise for a reference artifact
         # (secure_mode would make the artifact unrepeatable by design).
         warnings.filterwarnings("ignore", message="Secure RNG turned off", category=UserWarning)
-        engine = PrivacyEngine(accountant=dp.accountant)
+        engine = PrivacyEngine(accountant=accountant)
     loader = torch.utils.data.DataLoader(
         torch.utils.data.TensorDataset(X, y),
         batch_size=recipe.batch_size,
@@ -188,8 +218,8 @@ def _train_private(
         module=module,
         optimizer=_optimizer(recipe, module),
         data_loader=loader,
-        noise_multiplier=dp.noise_multiplier,
-        max_grad_norm=dp.max_grad_norm,
+        noise_multiplier=noise,
+        max_grad_norm=max_grad_norm,
         noise_generator=generator,
     )
     with warnings.catch_warnings():
@@ -202,7 +232,7 @@ def _train_private(
         steps, last = _private_epochs(
             private, optimizer, loader, recipe.epochs, _pos_weight(recipe, y)
         )
-    return steps, last, float(engine.get_epsilon(dp.delta))
+    return steps, last, None if dp is None else float(engine.get_epsilon(dp.delta))
 
 
 def _private_epochs(
@@ -258,7 +288,7 @@ def train_mlp(recipe: MLPRecipe, data: Dataset) -> TrainedMLP:
         module = _new_module(recipe, X, generator)
         epsilon = None
         opacus_version = None
-        if recipe.differential_privacy is None:
+        if recipe.differential_privacy is None and recipe.gradient_clipping is None:
             steps, last = _train_plain(recipe, module, X, y, generator)
         else:
             import opacus
@@ -278,5 +308,27 @@ def train_mlp(recipe: MLPRecipe, data: Dataset) -> TrainedMLP:
         accountant=None if dp is None else dp.accountant,
         torch_version=torch.__version__,
         opacus_version=opacus_version,
+        epsilon_covers=epsilon_covers(recipe),
+        cpu_capability=torch.backends.cpu.get_cpu_capability(),
     )
     return TrainedMLP(clean, record)
+
+
+def epsilon_covers(recipe: MLPRecipe) -> str | None:
+    """What a DP recipe's epsilon covers, and where the rest of the artifact comes from."""
+    if recipe.differential_privacy is None:
+        return None
+    public = recipe.standardisation
+    assert public is not None  # MLPRecipe refuses DP without it
+    weight = (
+        "no class weight"
+        if recipe.prevalence is None
+        else f"class weight from the published prevalence {recipe.prevalence:g}"
+    )
+    return (
+        "every weight and bias of the program: each DP-SGD step on the training rows "
+        "(initialisation and batch order are seeded, not data-dependent); the program's "
+        f"standardisation buffers are public constants ({public.source}) and the loss "
+        f"uses {weight}: no statistic of the training rows enters the artifact outside "
+        "the accountant"
+    )

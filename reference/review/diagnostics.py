@@ -88,13 +88,15 @@ class Recalibration:
     predictions are too extreme (overfitting), above 1 too timid.
     ``intercept_in_the_large`` is the intercept with the slope fixed at 1: above 0
     means the model under-predicts risk on average. Values are NaN when the fit
-    does not converge (e.g. the logit separates the classes perfectly).
+    does not converge (e.g. the logit separates the classes perfectly), and
+    ``reason`` says why.
     """
 
     slope: float
     intercept: float
     intercept_in_the_large: float
     converged: bool
+    reason: str | None = None
 
 
 def _logit(p: FloatArray) -> FloatArray:
@@ -153,20 +155,26 @@ def recalibration(y: IntArray, p: FloatArray) -> Recalibration:
     import numpy as np
 
     labels, prob = _checked(y, p)
-    nan = Recalibration(math.nan, math.nan, math.nan, False)
+
+    def undefined(reason: str) -> Recalibration:
+        return Recalibration(math.nan, math.nan, math.nan, False, reason)
+
     if labels.size == 0 or np.unique(labels).size < 2:
-        return nan
+        return undefined("the test rows hold one class; a recalibration needs both")
     z = _logit(prob)
     positives, negatives = z[labels == 1], z[labels == 0]
     if positives.min() >= negatives.max() or positives.max() <= negatives.min():
         # (Quasi-)complete separation on the logit: the slope's likelihood has no
         # maximum, it grows without bound.
-        return nan
+        return undefined(
+            "the predictions separate the classes perfectly, so the recalibration's "
+            "likelihood has no maximum (the slope grows without bound)"
+        )
     target = labels.astype(np.float64)
     joint = _newton_logistic(np.column_stack([np.ones_like(z), z]), target, np.zeros_like(z))
     large = _newton_logistic(np.ones((z.size, 1)), target, z)
     if joint is None or large is None:
-        return nan
+        return undefined("the logistic recalibration did not converge (its coefficients diverge)")
     return Recalibration(float(joint[1]), float(joint[0]), float(large[0]), True)
 
 
@@ -285,7 +293,10 @@ class DebiasedCalibrationError:
     label mean. It is unbiased for the binned squared error and can be
     negative when the model is about calibrated; ``rms`` is ``sqrt(max(0, squared))``,
     on the probability scale like an ECE. A bin of one row has no variance
-    estimate and is counted without correction.
+    estimate; Kumar et al. count its error as 0 (its weight ``n_b/n`` stays in
+    the sum), and so does this estimator. Counting it uncorrected, as an
+    earlier version did, added a full squared gap per lonely row: an upward
+    bias exactly where bins are smallest.
     """
 
     squared: float
@@ -307,9 +318,11 @@ def debiased_l2_calibration_error(
     full = counts > 0
     n_b, mean_p, mean_y = counts[full], sums[full] / counts[full], positives[full] / counts[full]
     plugin = (mean_p - mean_y) ** 2
-    variance = np.where(n_b > 1, mean_y * (1.0 - mean_y) / np.maximum(n_b - 1.0, 1.0), 0.0)
+    variance = mean_y * (1.0 - mean_y) / np.maximum(n_b - 1.0, 1.0)
+    # Kumar et al.'s estimator: a bin of fewer than two rows contributes 0.
+    debiased = np.where(n_b > 1, plugin - variance, 0.0)
     weights = n_b / labels.size
-    squared = float(np.sum(weights * (plugin - variance)))
+    squared = float(np.sum(weights * debiased))
     return DebiasedCalibrationError(
         squared,
         math.sqrt(max(0.0, squared)),
@@ -339,6 +352,18 @@ class Diagnostics:
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def reasons(self) -> dict[str, str]:
+        """Why each undefined diagnostic is undefined, by its path in the audit report."""
+        found: dict[str, str] = {}
+        if self.auroc is None:
+            found["diagnostics.auroc"] = "the test rows hold one class; an AUROC needs both"
+        if self.recalibration.reason is not None:
+            for key in ("slope", "intercept", "intercept_in_the_large"):
+                found[f"diagnostics.recalibration.{key}"] = self.recalibration.reason
+        if self.n == 0:
+            found["diagnostics"] = "no test rows"
+        return found
 
 
 def diagnose(

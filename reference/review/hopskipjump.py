@@ -98,11 +98,27 @@ class DistanceResult:
 
 
 class _Oracle:
-    """Adversarial-or-not of standardised points, counting queries; one ``predict`` per call."""
+    """Adversarial-or-not of standardised points, counting queries; one ``predict`` per call.
+
+    Held-fixed cells (``free`` False) are 0 in the standardised points and take
+    the row's own raw value (``template``: a category code, or NaN) when the
+    model is asked; both are (n, d) and aligned with the rows being attacked.
+    """
 
     def __init__(self, model: AuditedModel, std: FloatArray, low: FloatArray, high: FloatArray):
         self.model, self.std, self.low, self.high = model, std, low, high
         self.queries = 0
+        self.free: BoolArray | None = None
+        self.template: FloatArray | None = None
+
+    def rows(self, u: FloatArray) -> FloatArray:
+        """Raw rows of standardised points ``u`` (..., n, d)."""
+        import numpy as np
+
+        raw: FloatArray = u * self.std
+        if self.free is not None and self.template is not None:
+            raw = np.where(self.free, raw, self.template)
+        return raw
 
     def clip(self, u: FloatArray) -> FloatArray:
         import numpy as np
@@ -119,7 +135,8 @@ class _Oracle:
         self.queries += len(flat)
         if not len(flat):
             return np.zeros(shape, dtype=bool)
-        predicted = np.asarray(self.model.predict(flat * self.std)).reshape(shape)
+        raw = self.rows(u).reshape(-1, u.shape[-1])
+        predicted = np.asarray(self.model.predict(raw)).reshape(shape)
         result: BoolArray = predicted != np.broadcast_to(original, shape)
         return result
 
@@ -172,6 +189,7 @@ def minimal_perturbation_distance(
     max_evals: int = 400,
     tolerance: float = 1e-3,
     seed: int = 42,
+    movable: BoolArray | None = None,
 ) -> DistanceResult:
     """HopSkipJump distances of rows ``X`` (n, d) to the model's decision boundary.
 
@@ -192,6 +210,9 @@ def minimal_perturbation_distance(
         Bisection precision, relative to the bisected segment.
     seed
         Seed of the ``RandomState`` drawing the probe directions.
+    movable
+        Shape (n, d): the cells each row may move (:meth:`~.features.FeatureView.movable`);
+        the others keep the row's own value (a category, a missing cell). None: all.
 
     Returns
     -------
@@ -210,15 +231,27 @@ def minimal_perturbation_distance(
     hi_u = inf if high is None else np.asarray(high, dtype=np.float64) / scale
     oracle = _Oracle(model, scale, lo_u, hi_u)
     rng = np.random.RandomState(seed)
+    free = np.ones((n, d), dtype=bool) if movable is None else np.asarray(movable, dtype=bool)
+    held = not free.all()
 
-    u0 = oracle.clip(rows / scale)
-    original = np.asarray(model.predict(u0 * scale)).astype(np.int64)
+    # Held-fixed cells are 0 in standardised coordinates: they never move and add
+    # nothing to a distance. Without any, this is the plain clipped x / std.
+    u0 = oracle.clip(np.where(free, rows, 0.0) / scale) if held else oracle.clip(rows / scale)
+    if held:
+        oracle.free, oracle.template = free, rows
+    original = np.asarray(model.predict(oracle.rows(u0))).astype(np.int64)
     oracle.queries += n
 
-    # 1. Start: the nearest reference row predicted differently (in std units).
-    reference = np.asarray(reference_rows, dtype=np.float64) / scale
+    # 1. Start: the nearest reference row predicted differently (in std units,
+    # over the cells both rows can compare: a missing reference cell counts 0).
+    # Clipped to the box first: a start must lie in it anyway, and a reference row
+    # far outside it (1e300 where the training range is [0, 5]) would overflow.
+    reference = oracle.clip(np.asarray(reference_rows, dtype=np.float64) / scale)
+    if held:
+        reference = np.where(np.isfinite(reference) & free.any(axis=0), reference, 0.0)
     reference_pred = np.asarray(reference_predictions).astype(np.int64)
     start = np.full((n, d), np.nan)
+    has_start = np.zeros(n, dtype=bool)
     for value in np.unique(original):
         mine = np.flatnonzero(original == value)
         others = reference[reference_pred != value]
@@ -232,13 +265,18 @@ def minimal_perturbation_distance(
                 + (others**2).sum(axis=1)[None, :]
             )
             start[block] = others[np.argmin(gaps, axis=1)]
-    found = ~np.isnan(start[:, 0])
+            has_start[block] = True
+    if held:
+        start = np.where(free, start, u0)
+    found = has_start.copy()
     best = np.full((n, d), np.nan)
     distance = np.full(n, np.inf)
     if not found.any():
         return DistanceResult(distance, best, found, oracle.queries, 0)
 
     live = np.flatnonzero(found)
+    if held:
+        oracle.free, oracle.template = free[live], rows[live]
     # The reference row's prediction was made on the unclipped row; check it here.
     start_ok = oracle.adversarial(oracle.clip(start[live]), original[live])
     live = live[start_ok]
@@ -246,6 +284,9 @@ def minimal_perturbation_distance(
     found[live] = True
     if not live.size:
         return DistanceResult(distance, best, found, oracle.queries, 0)
+    if held:
+        oracle.free, oracle.template = free[live], rows[live]
+    mask = free[live].astype(np.float64)
     x0, o = u0[live], original[live]
     boundary = _bisect(oracle, x0, oracle.clip(start[live]), o, tolerance=tolerance)
     best_live = boundary.copy()
@@ -257,7 +298,10 @@ def minimal_perturbation_distance(
         radius = np.linalg.norm(boundary - x0, axis=1)
         evals = int(min(init_evals * math.sqrt(t), max_evals))
         directions = rng.standard_normal((evals, m, d))
-        directions /= np.linalg.norm(directions, axis=2, keepdims=True)
+        if held:
+            directions = directions * mask[None]
+        norms = np.linalg.norm(directions, axis=2, keepdims=True)
+        directions /= np.where(norms > 0, norms, 1.0)
         delta = radius / d
         probes = oracle.clip(boundary[None] + delta[None, :, None] * directions)
         # Directions after clipping, so the estimate uses where the probes really went.
@@ -284,5 +328,5 @@ def minimal_perturbation_distance(
         best_live[better], best_dist[better] = boundary[better], dist[better]
 
     distance[live] = best_dist
-    best[live] = best_live * scale
+    best[live] = oracle.rows(best_live)
     return DistanceResult(distance, best, found, oracle.queries, n_iter)

@@ -13,7 +13,15 @@ variance per side is used, as the paper recommends below 64 shadows.
 
 Results are :class:`~.privacy.MembershipAttack` records, as the loss-threshold
 attack's are: per-row scores, AUC, TPR at low FPRs (or why it cannot be
-estimated), and ROC points for a log-FPR plot.
+estimated, :mod:`.lowfpr`), and ROC points for a log-FPR plot.
+
+Shadow models are refitted through the target's recipe: a scikit-learn
+estimator through ``sklearn.base.clone`` (:func:`sklearn_shadow_fitter`), a
+torch program through the MLP recipe that trained it, when the owner names it
+(:func:`torch_shadow_fitter`); a ``.pt2`` file carries no recipe of its own. A
+model with logits (a torch program) gives its confidence as
+``(2y - 1) * logit`` in float64, which is the logit of the true label's
+probability without the float32 sigmoid's saturation.
 """
 
 from __future__ import annotations
@@ -24,12 +32,15 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..attacks.privacy import LOW_FPRS, PROBABILITY_CLIP, MembershipAttack, attack_result
+from ..models.categories import NO_CATEGORIES, Categories
+from .lowfpr import attack_record
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
     from ..models.adapters import AuditedModel
+    from ..models.mlp import MLPRecipe
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
@@ -49,6 +60,22 @@ def logit_confidence(y: IntArray, p: FloatArray) -> FloatArray:
     q_true = np.where(np.asarray(y) == 1, q, 1.0 - q)
     result: FloatArray = np.log(q_true) - np.log1p(-q_true)
     return result
+
+
+def confidence(model: Any, X: FloatArray, y: IntArray) -> FloatArray:
+    """The model's logit-scaled confidence in the true label of each row, shape (n,).
+
+    From the logit itself where the model gives one (float64, exact), else from
+    its clipped probabilities (:func:`logit_confidence`).
+    """
+    import numpy as np
+
+    logits = getattr(model, "logits", None)
+    if callable(logits):
+        z = np.asarray(logits(X), dtype=np.float64)
+        result: FloatArray = np.where(np.asarray(y) == 1, z, -z)
+        return result
+    return logit_confidence(y, model.predict_proba(X)[:, 1])
 
 
 def balanced_keep(n_shadows: int, n_rows: int, *, seed: int) -> npt.NDArray[np.bool_]:
@@ -77,10 +104,10 @@ class LiRAResult:
     shadow_train_rows: int
     """Mean training rows of a shadow model: half the candidates."""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, fprs: Sequence[float] = LOW_FPRS) -> dict[str, Any]:
         return {
-            "online": self.online.as_dict(),
-            "offline": self.offline.as_dict(),
+            "online": attack_record(self.online, fprs),
+            "offline": attack_record(self.offline, fprs),
             "n_shadows": self.n_shadows,
             "shadow_train_rows": self.shadow_train_rows,
         }
@@ -124,11 +151,11 @@ def lira(
     y = np.concatenate([np.asarray(y_members), np.asarray(y_nonmembers)]).astype(np.int64)
     n_m = len(X_members)
     keep = balanced_keep(n_shadows, len(X), seed=seed)
-    phi_target = logit_confidence(y, target.predict_proba(X)[:, 1])
+    phi_target = confidence(target, X, y)
     phi = np.empty((n_shadows, len(X)))
     for k in range(n_shadows):  # one fit per shadow model; nothing per row
         shadow = fit_shadow(X[keep[k]], y[keep[k]])
-        phi[k] = logit_confidence(y, shadow.predict_proba(X)[:, 1])
+        phi[k] = confidence(shadow, X, y)
     half = n_shadows // 2
     # Each column has exactly `half` True entries, so a stable sort by ~keep puts
     # a row's in-models first: (half, n) arrays of in and out confidences.
@@ -156,35 +183,59 @@ def lira(
 
 
 def sklearn_shadow_fitter(
-    estimator: Any, *, feature_names: Sequence[str], positive_class: Any
+    estimator: Any,
+    *,
+    feature_names: Sequence[str],
+    positive_class: Any,
+    categories: Categories = NO_CATEGORIES,
 ) -> FitShadow:
     """A :data:`FitShadow` that refits ``sklearn.base.clone(estimator)``: the same recipe.
 
     Labels go back to the estimator's own classes (``positive_class`` for 1, the
-    other class for 0) and rows go in as a DataFrame when the estimator was
-    fitted with feature names, so the shadow is fitted exactly as the target was
-    fitted, hyper-parameters and seeds included.
+    other class for 0) and rows go in as the target is given them (a DataFrame
+    when it was fitted with feature names, level strings in categorical
+    columns), so the shadow is fitted exactly as the target was fitted,
+    hyper-parameters and seeds included.
     """
     import numpy as np
     from sklearn.base import clone
 
-    from ..models.adapters import adapt_estimator, match_positive_class
+    from ..models.adapters import adapt_estimator
 
+    target = adapt_estimator(
+        estimator, feature_names=feature_names, positive_class=positive_class, categories=categories
+    )
     classes = list(estimator.classes_)
-    index = match_positive_class(classes, positive_class, model=type(estimator).__name__)
-    positive, negative = classes[index], classes[1 - index]
-    names = getattr(estimator, "feature_names_in_", None)
+    positive = classes[target.positive_index]
+    negative = classes[1 - target.positive_index]
 
     def fit(X: FloatArray, y: IntArray) -> AuditedModel:
-        import importlib
-
         labels = np.where(np.asarray(y) == 1, positive, negative)
-        rows: Any = X
-        if names is not None:
-            pandas: Any = importlib.import_module("pandas")
-            columns = [list(feature_names).index(str(name)) for name in names]
-            rows = pandas.DataFrame(X[:, columns], columns=[str(n) for n in names])
-        shadow = clone(estimator).fit(rows, labels)
-        return adapt_estimator(shadow, feature_names=feature_names, positive_class=positive)
+        shadow = clone(estimator).fit(target.inputs(X), labels)
+        return adapt_estimator(
+            shadow, feature_names=feature_names, positive_class=positive, categories=categories
+        )
+
+    return fit
+
+
+def torch_shadow_fitter(recipe: MLPRecipe, *, feature_names: Sequence[str]) -> FitShadow:
+    """A :data:`FitShadow` that trains ``recipe`` (the torch MLP recipe of SPEC §7) on the rows.
+
+    The recipe's ``train_subset`` is dropped (a shadow trains on exactly the rows
+    it is given); everything else, seed included, is the target's recipe.
+    """
+    import dataclasses as dc
+
+    from ..data import Dataset
+    from ..models.torch_adapter import TorchClassifier
+    from ..models.training import train_mlp
+
+    shadow_recipe = dc.replace(recipe, train_subset=None)
+
+    def fit(X: FloatArray, y: IntArray) -> AuditedModel:
+        rows = Dataset("lira-shadow", "label", tuple(feature_names), X, y, X[:1], y[:1])
+        model: AuditedModel = TorchClassifier(train_mlp(shadow_recipe, rows).module)
+        return model
 
     return fit

@@ -9,45 +9,45 @@ reviewer asks next to them:
   (rows sorted by a hash of their content, :func:`~.sampling.canonical_order`),
   and every sample after that is a seeded permutation of it: sorting the
   training CSV by label, or shuffling it, gives the same audit.
+- **Missing values and categories pass through** to the model as they are;
+  every attack moves only numeric cells that hold a number (:mod:`.features`).
 - **FGSM in training-std units**: ``epsilon`` standard deviations per feature
-  against each row's label (the surrogate's signs, as in the task), clipped to
-  the training range; the AUROC is also traced against ε for a robustness curve.
-- **Membership** is the task's shadow-model attack with the pool and the members
-  sampled at random, evaluated on as many non-members as the test set has; a
-  label-aware loss-threshold attack (Yeom et al. 2018) and, for scikit-learn
-  estimators, a few-shadow LiRA (Carlini et al. 2022) give AUC and TPR at low
-  false-positive rates.
+  against each row's label, clipped to the training range, through the model's
+  own gradient where it has one (a torch program) and the surrogate's signs
+  otherwise (:mod:`.robustness`); the AUROC is also traced against ε.
+- **Membership** is one minus the membership advantage (TPR - FPR) of the
+  strongest of several attacks on equal groups, chosen on one half of the rows
+  and measured on the other (:mod:`.membership`).
 - **Calibration** is the task's component (its ECE, quirks included) on every
   test row, next to the diagnostics of :mod:`.diagnostics`.
-- **The boundary walk** steps in training-std units (a raw 0.05 step means
-  nothing on a feature measured in thousands), and HopSkipJump
-  (:mod:`.hopskipjump`) measures the minimal distance that flips a prediction.
-- **Uncertainty**: bootstrap intervals of every component and the SPS, and the
-  probability that the verdict changes under resampling (:mod:`.uncertainty`).
+- **The boundary walk** steps in training-std units (:mod:`.walk`).
+- **Uncertainty**: BCa intervals of every component, the SPS and the main
+  diagnostics, and the BCa confidence of each verdict (:mod:`.uncertainty`).
+- **Never a traceback, always valid JSON**: a statistic the rows cannot
+  define is ``null`` with a one-line reason (:mod:`.jsonready`).
 
-Only NumPy and scikit-learn are needed; everything runs in batched kernels.
+Only NumPy and scikit-learn are needed (torch for a torch program); everything
+runs in batched kernels.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..attacks.params import COMPONENTS, FGSMParams
+from ..attacks.params import COMPONENTS
 from .profile import PROFILE, OwnDataParams
-from .robustness import StandardizedModel, white_box_curves
 from .sampling import draw_canonical
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from ..attacks.budget import Budget, FeatureScale
-    from ..attacks.fgsm import FGSMResult
     from ..data import Dataset
     from ..models.adapters import AuditedModel
+    from .features import FeatureView
     from .lira import FitShadow
     from .sampling import MembershipSample
 
@@ -55,6 +55,9 @@ if TYPE_CHECKING:
     IntArray = npt.NDArray[np.int64]
 
 Progress = Callable[[str], None]
+
+REFERENCE_ROWS = 5000
+"""Test rows HopSkipJump may start from (the nearest one predicted differently)."""
 
 
 def _quiet(_: str) -> None:
@@ -74,11 +77,19 @@ class OwnDataAudit:
     diagnostics: Any
     membership: dict[str, Any]
     robustness: dict[str, Any]
+    features: dict[str, Any]
+    reasons: dict[str, str]
+    """Why a statistic is undefined, by its dotted path in the report."""
     seconds: dict[str, float]
 
     def report(self) -> dict[str, Any]:
-        """The SPEC §4 report of this audit plus its uncertainty, diagnostics and curves."""
+        """The SPEC §4 report of this audit plus its uncertainty, diagnostics and curves.
+
+        JSON-ready with ``allow_nan=False``: an undefined number is ``null``, and
+        ``undefined`` maps its dotted path to a one-line reason.
+        """
         from ..attacks.sps import rounded_report
+        from .jsonready import json_ready
 
         report = rounded_report(self.components, self.params.weights, self.params.verdict)
         report.update(
@@ -88,11 +99,12 @@ class OwnDataAudit:
                 "diagnostics": self.diagnostics.as_dict(),
                 "membership": self.membership,
                 "robustness": self.robustness,
+                "features": self.features,
                 "details": self.details,
                 "parameters": self.params.summary(),
             }
         )
-        return report
+        return json_ready(report, self.reasons)
 
 
 class _Clock:
@@ -111,31 +123,26 @@ class _Clock:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class _Rows:
-    """The canonical data, its training scale, and the rows every stage queries, drawn up front."""
+    """The canonical data, what the attacks may move, and the rows every stage queries."""
 
     data: Dataset
-    scale: FeatureScale
-    unit: FloatArray
-    """Each feature's training std, 1 for a constant feature (the walk's coordinates)."""
+    view: FeatureView
     membership: MembershipSample
     fgsm: IntArray
     surrogate: IntArray
+    reference: IntArray
+    """Test rows HopSkipJump may start from."""
 
 
-def _draw_rows(data: Dataset, params: OwnDataParams) -> _Rows:
-    import numpy as np
-
-    from ..attacks.budget import training_scale
+def _draw_rows(data: Dataset, params: OwnDataParams, categorical: Sequence[int]) -> _Rows:
     from . import sampling
+    from .features import feature_view
 
     data = sampling.canonical(data)
-    scale = training_scale(data.X_train)
     seed = params.seed
     return _Rows(
         data=data,
-        scale=scale,
-        # A constant feature has std 0; in standardized coordinates it keeps unit scale.
-        unit=np.where(scale.std > 0, scale.std, 1.0),
+        view=feature_view(data, categorical),
         membership=sampling.membership_sample(
             data.X_train,
             data.y_train,
@@ -143,11 +150,12 @@ def _draw_rows(data: Dataset, params: OwnDataParams) -> _Rows:
             data.y_test,
             seed=seed,
             pool_cap=params.pool_cap,
-            nonmember_cap=params.nonmember_cap,
+            size=params.membership_rows,
             presorted=True,
         ),
         fgsm=draw_canonical(data.n_test, params.fgsm_rows, seed + 2),
         surrogate=draw_canonical(data.n_train, params.surrogate_rows, seed + 3),
+        reference=draw_canonical(data.n_test, REFERENCE_ROWS, seed + 7),
     )
 
 
@@ -155,10 +163,9 @@ def _draw_rows(data: Dataset, params: OwnDataParams) -> _Rows:
 class _Answers:
     """The model's answers to every row the audit asks about, from one batched query."""
 
-    proba: FloatArray
-    """(n_test + n_members + n_eps * n_fgsm, 2): test rows, members, FGSM copies."""
     p_test: FloatArray
     member_proba: FloatArray
+    nonmember_proba: FloatArray
     p_adversarial: FloatArray
     """(n_eps, n_fgsm): the FGSM copies' probabilities, one row per budget."""
     pred_test: IntArray
@@ -168,154 +175,15 @@ def _query(model: AuditedModel, rows: _Rows, adversarial: list[FloatArray]) -> _
     import numpy as np
 
     data, members = rows.data, rows.membership.members
-    n_test = data.n_test
+    n_test, n_members = data.n_test, len(members)
     proba = model.predict_proba(np.concatenate([data.X_test, data.X_train[members], *adversarial]))
     return _Answers(
-        proba=proba,
         p_test=proba[:n_test, 1],
-        member_proba=proba[n_test : n_test + len(members)],
-        p_adversarial=proba[n_test + len(members) :, 1].reshape(len(adversarial), len(rows.fgsm)),
+        member_proba=proba[n_test : n_test + n_members],
+        nonmember_proba=proba[rows.membership.nonmembers],
+        p_adversarial=proba[n_test + n_members :, 1].reshape(len(adversarial), len(rows.fgsm)),
         pred_test=model.predict(data.X_test),
     )
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _FGSM:
-    params: FGSMParams
-    result: FGSMResult
-    curve: list[dict[str, Any]]
-    white_box: dict[str, Any] | None
-
-
-def _fgsm(
-    model: AuditedModel,
-    rows: _Rows,
-    answers: _Answers,
-    epsilons: tuple[float, ...],
-    budgets: list[Budget],
-    params: OwnDataParams,
-    clock: _Clock,
-) -> _FGSM:
-    """The FGSM component at ``params.epsilon``, the surrogate's robustness curve and,
-    for a differentiable model, the white-box curves."""
-    from ..attacks.fgsm import fgsm_score
-
-    fgsm_params = FGSMParams(
-        epsilon=params.epsilon,
-        n_samples=len(rows.fgsm),
-        seed=params.seed + 2,
-        single_class_score=0.5,
-        surrogate=params.surrogate,
-    )
-    y_fgsm, p_clean = rows.data.y_test[rows.fgsm], answers.p_test[rows.fgsm]
-    curve = []
-    for e, p_adv in zip(epsilons, answers.p_adversarial, strict=True):
-        point = fgsm_score(y_fgsm, p_clean, p_adv, params=fgsm_params)
-        curve.append({"epsilon": e, "auroc": point.auroc_adversarial, "score": point.score})
-    result = fgsm_score(y_fgsm, p_clean, answers.p_adversarial[0], params=fgsm_params)
-    white_box = None
-    if callable(getattr(model, "loss_gradient", None)):
-        clock.progress("white-box FGSM and PGD through the model's own gradient")
-        X = rows.data.X_test[rows.fgsm]
-        white_box = white_box_curves(model, X, y_fgsm, epsilons, budgets, params)
-    return _FGSM(fgsm_params, result, curve, white_box)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Membership:
-    score: float
-    accuracy: float
-    member_right: Any
-    nonmember_right: Any
-    report: dict[str, Any]
-
-
-def _membership(
-    rows: _Rows, answers: _Answers, params: OwnDataParams, clock: _Clock
-) -> _Membership:
-    """The task's shadow-model attack on sampled rows, and the loss-threshold attack."""
-    import numpy as np
-
-    from ..attacks import privacy
-    from ..attacks.membership import fit_membership_attack
-    from . import replicates, uncertainty
-
-    data, sample = rows.data, rows.membership
-    members, nonmembers = sample.members, sample.nonmembers
-    clock.progress(f"fitting the shadow-model attack on a pool of {len(sample.pool)} rows")
-    shadow_params = dataclasses.replace(params.shadow, pool_cap=params.pool_cap)
-    shadow_attack = fit_membership_attack(
-        data.X_train[sample.pool], data.y_train[sample.pool], shadow_params
-    )
-    member_right, nonmember_right = replicates.membership_guesses(
-        shadow_attack,
-        answers.member_proba,
-        answers.proba[nonmembers],
-        threshold=shadow_params.threshold,
-    )
-    n_queried = len(member_right) + len(nonmember_right)
-    accuracy = float((member_right.sum() + nonmember_right.sum()) / n_queried)
-    loss_attack = privacy.loss_threshold_attack(
-        data.y_train[members],
-        answers.member_proba[:, 1],
-        data.y_test[nonmembers],
-        answers.p_test[nonmembers],
-    )
-    report: dict[str, Any] = {
-        "shadow": {
-            "accuracy": accuracy,
-            "n_members": len(member_right),
-            "n_nonmembers": len(nonmember_right),
-            "n_pool": len(sample.pool),
-        },
-        "loss_threshold": {
-            **loss_attack.as_dict(),
-            "auc_interval": dataclasses.asdict(
-                uncertainty.auc_interval(
-                    loss_attack.member_scores,
-                    loss_attack.nonmember_scores,
-                    n_boot=params.n_boot,
-                    seed=params.seed + 10,
-                )
-            ),
-        },
-    }
-    return _Membership(
-        score=float(np.clip(1.0 - 2.0 * (accuracy - 0.5), 0.0, 1.0)),
-        accuracy=accuracy,
-        member_right=member_right,
-        nonmember_right=nonmember_right,
-        report=report,
-    )
-
-
-def _lira(
-    model: AuditedModel,
-    fit_shadow: FitShadow | None,
-    rows: _Rows,
-    params: OwnDataParams,
-    clock: _Clock,
-) -> dict[str, Any]:
-    """Few-shadow LiRA where a shadow fitter is known, else why it was skipped."""
-    from . import lira
-
-    if fit_shadow is None or not params.lira_shadows:
-        why = "LiRA disabled" if not params.lira_shadows else "no shadow fitter for this model kind"
-        return {"skipped": why}
-    data, members, nonmembers = rows.data, rows.membership.members, rows.membership.nonmembers
-    k = min(params.lira_rows // 2, len(members), len(nonmembers))
-    clock.progress(f"LiRA: fitting {params.lira_shadows} shadow models on {2 * k} candidate rows")
-    result = lira.lira(
-        model,
-        fit_shadow,
-        data.X_train[members[:k]],
-        data.y_train[members[:k]],
-        data.X_test[nonmembers[:k]],
-        data.y_test[nonmembers[:k]],
-        n_shadows=params.lira_shadows,
-        seed=params.seed + 4,
-    )
-    return result.as_dict()
 
 
 def audit_own_data(
@@ -323,7 +191,9 @@ def audit_own_data(
     data: Dataset,
     params: OwnDataParams | None = None,
     *,
+    categorical: Sequence[int] = (),
     fit_shadow: FitShadow | None = None,
+    lira_skipped: str | None = None,
     progress: Progress = _quiet,
 ) -> OwnDataAudit:
     """Audit ``model`` on a model owner's ``data`` with the own-data profile.
@@ -334,62 +204,89 @@ def audit_own_data(
         An adapted model (:func:`~..models.adapters.adapt_model`): the positive class's
         probability in column 1 of ``predict_proba``, 0/1 from ``predict``.
     data
-        The owner's training and test rows, in any order.
+        The owner's training and test rows, in any order; NaN marks a missing
+        cell, and the ``categorical`` columns (indices) hold category codes.
     fit_shadow
         Fits a model of the target's recipe on given rows, for LiRA
-        (:func:`~.lira.sklearn_shadow_fitter`); None skips LiRA with a note.
+        (:func:`~.lira.sklearn_shadow_fitter`, :func:`~.lira.torch_shadow_fitter`);
+        None skips LiRA, ``lira_skipped`` saying why.
     progress
         Called with a short message before each stage.
 
     Returns
     -------
     OwnDataAudit
-        Components (higher is more robust), SPS, verdict, bootstrap intervals,
+        Components (higher is more robust), SPS, verdict, BCa intervals,
         diagnostics, membership attacks and robustness curves.
     """
     import numpy as np
 
-    from ..attacks.boundary import boundary_attack_resistance
     from ..attacks.budget import Budget
     from ..attacks.ece import calibration as task_calibration
-    from ..attacks.fgsm import fgsm_perturb, fit_surrogate_sign
     from ..attacks.sps import SPS_DECIMALS, security_posture_score
     from ..attacks.sps import verdict as verdict_of
-    from . import diagnostics, hopskipjump, replicates, uncertainty
+    from . import diagnostics, features, membership, replicates, robustness, uncertainty, walk
 
     params = params or OwnDataParams()
     clock = _Clock(progress)
     seed = params.seed
 
     progress(f"ordering {data.n_train + data.n_test} rows by content")
-    rows = _draw_rows(data, params)
-    data = rows.data
+    rows = _draw_rows(data, params, categorical)
+    data, view = rows.data, rows.view
     X_train, y_train, X_test, y_test = data.X_train, data.y_train, data.X_test, data.y_test
     n_test = data.n_test
     clock.done("order")
 
-    progress(f"fitting the FGSM surrogate on {len(rows.surrogate)} training rows")
-    sign = fit_surrogate_sign(params.surrogate, X_train[rows.surrogate], y_train[rows.surrogate])
     epsilons = tuple(dict.fromkeys((params.epsilon, *params.curve_epsilons)))
-    budgets = [Budget.of(e, rows.scale, std_units=True, clip=params.clip) for e in epsilons]
-    adversarial = [
-        b.clip(fgsm_perturb(X_test[rows.fgsm], y_test[rows.fgsm], b.step, sign)) for b in budgets
-    ]
+    budgets = [Budget.of(e, view.scale, std_units=True, clip=params.clip) for e in epsilons]
+    X_fgsm, y_fgsm = X_test[rows.fgsm], y_test[rows.fgsm]
+
+    def sign() -> FloatArray:
+        progress(f"fitting the FGSM surrogate on {len(rows.surrogate)} training rows")
+        picked = rows.surrogate
+        return features.surrogate_sign(params.surrogate, view, X_train[picked], y_train[picked])
+
+    perturbation = robustness.perturb(
+        model, X_fgsm, y_fgsm, budgets, view=view, surrogate_sign=sign
+    )
     clock.done("surrogate")
 
     n_queried = n_test + len(rows.membership.members) + len(rows.fgsm) * len(epsilons)
     progress(f"querying the model on {n_queried} rows")
-    answers = _query(model, rows, adversarial)
+    answers = _query(model, rows, perturbation.copies)
     clock.done("predict")
 
-    fgsm = _fgsm(model, rows, answers, epsilons, budgets, params, clock)
+    if perturbation.attack == robustness.WHITE_BOX:
+        progress("white-box FGSM and margin PGD through the model's own gradient")
+    fgsm = robustness.fgsm_outcome(
+        model,
+        X_fgsm,
+        y_fgsm,
+        answers.p_test[rows.fgsm],
+        answers.p_adversarial,
+        perturbation=perturbation,
+        epsilons=epsilons,
+        budgets=budgets,
+        params=params,
+    )
     clock.done("fgsm")
 
-    membership = _membership(rows, answers, params, clock)
-    membership_report = dict(membership.report)
+    mi = membership.run_membership(
+        model,
+        data,
+        view=view,
+        sample=rows.membership,
+        member_proba=answers.member_proba,
+        nonmember_proba=answers.nonmember_proba,
+        reference_rows=rows.reference,
+        reference_predictions=answers.pred_test[rows.reference],
+        params=params,
+        fit_shadow=fit_shadow,
+        lira_skipped=lira_skipped,
+        progress=progress,
+    )
     clock.done("membership")
-    membership_report["lira"] = _lira(model, fit_shadow, rows, params, clock)
-    clock.done("lira")
 
     progress("calibration and diagnostics")
     calibration = task_calibration(y_test, answers.p_test, params=params.calibration)
@@ -398,47 +295,28 @@ def audit_own_data(
 
     progress(f"boundary walk ({params.walk_rows} rows x {params.walk.max_steps} steps)")
     walk_params = dataclasses.replace(params.walk, n_samples=params.walk_rows, seed=seed + 5)
-    walk = boundary_attack_resistance(
-        StandardizedModel(model, rows.unit),
-        X_test / rows.unit,
-        test_predictions=answers.pred_test,
-        params=walk_params,
-    )
-    walk_rows = np.random.RandomState(walk_params.seed).choice(
-        n_test, min(walk_params.n_samples, n_test), replace=False
+    walked = walk.boundary_walk(
+        model, X_test, test_predictions=answers.pred_test, view=view, params=walk_params
     )
     clock.done("walk")
-    distance_rows = draw_canonical(n_test, params.distance_rows, seed + 6)
-    reference_rows = draw_canonical(n_test, 5000, seed + 7)
-    progress(f"HopSkipJump distances of {len(distance_rows)} rows")
-    distances = hopskipjump.minimal_perturbation_distance(
-        model,
-        X_test[distance_rows],
-        std=rows.scale.std,
-        reference_rows=X_test[reference_rows],
-        reference_predictions=answers.pred_test[reference_rows],
-        low=rows.scale.low,
-        high=rows.scale.high,
-        seed=seed + 8,
-    )
-    clock.done("distance")
 
-    scores = (fgsm.result.score, membership.score, calibration.score, walk.score)
+    scores = (fgsm.result.score, mi.score, calibration.score, walked.score)
     components = dict(zip(COMPONENTS, scores, strict=True))
     sps = security_posture_score(components, params.weights)
 
-    progress(f"bootstrap ({params.n_boot} replicates)")
+    progress(f"bootstrap ({params.n_boot} replicates) and jackknife")
+    decisions = mi.decisions
     per_row = replicates.ComponentRows(
         n_test=n_test,
         fgsm=replicates.FGSMRows(
             rows.fgsm,
-            y_test[rows.fgsm],
+            y_fgsm,
             answers.p_test[rows.fgsm],
             answers.p_adversarial[0],
             fgsm.params.single_class_score,
         ),
         membership=replicates.MembershipRows(
-            membership.member_right, rows.membership.nonmembers, membership.nonmember_right
+            decisions.member_flagged, mi.nonmember_rows, decisions.nonmember_flagged
         ),
         calibration=replicates.CalibrationRows(
             np.arange(n_test),
@@ -447,7 +325,11 @@ def audit_own_data(
             params.calibration.n_bins,
             params.calibration.ece_scale,
         ),
-        walk=replicates.WalkRows(walk_rows, np.asarray(walk.steps), walk_params.max_steps),
+        walk=replicates.WalkRows(
+            np.asarray(walked.rows, dtype=np.int64),
+            np.asarray(walked.steps),
+            walk_params.max_steps,
+        ),
     )
     boot = uncertainty.bootstrap(
         per_row,
@@ -458,30 +340,32 @@ def audit_own_data(
     )
     clock.done("bootstrap")
 
-    robustness = {
+    distance = None if mi.distance is None else mi.distance.summary()
+    robustness_report = {
         "fgsm_curve": fgsm.curve,
-        "white_box": fgsm.white_box,
-        "distance": distances.summary(),
-        "walk_steps": list(walk.steps),
+        "distance": distance,
+        "walk_steps": list(walked.steps),
     }
     details: dict[str, Any] = {
+        "fgsm_attack": perturbation.attack,
         "auroc_clean": fgsm.result.auroc_clean,
         "auroc_adversarial": fgsm.result.auroc_adversarial,
         "fgsm_single_class": fgsm.result.single_class,
-        "mi_accuracy": membership.accuracy,
+        "mi_advantage": decisions.advantage,
+        "mi_accuracy": 0.5 * (1.0 + decisions.advantage),
         "ece": calibration.ece,
-        "mean_steps_to_flip": walk.mean_steps,
+        "mean_steps_to_flip": walked.mean_steps,
         "sps_unrounded": sps,
         "components_unrounded": dict(components),
         "n": {
             "train": data.n_train,
             "test": n_test,
             "fgsm_rows": len(rows.fgsm),
-            "mi_members": len(rows.membership.members),
-            "mi_nonmembers": len(rows.membership.nonmembers),
+            "mi_members": int(len(decisions.member_flagged)),
+            "mi_nonmembers": int(len(decisions.nonmember_flagged)),
             "mi_pool": len(rows.membership.pool),
-            "walk_rows": len(walk_rows),
-            "distance_rows": len(distance_rows),
+            "walk_rows": len(walked.rows),
+            "distance_rows": len(mi.distance_rows),
         },
         "data": data.summary(),
     }
@@ -493,7 +377,27 @@ def audit_own_data(
         details=details,
         uncertainty=boot,
         diagnostics=diag,
-        membership=membership_report,
-        robustness=robustness,
+        membership=mi.report,
+        robustness=robustness_report,
+        features=view.summary(),
+        reasons=_reasons(fgsm.result.single_class, diag, distance),
         seconds=clock.seconds,
     )
+
+
+def _reasons(single_class: bool, diag: Any, distance: dict[str, Any] | None) -> dict[str, str]:
+    """Why each statistic the rows cannot define is undefined (see :mod:`.jsonready`)."""
+    found: dict[str, str] = {}
+    if single_class:
+        reason = (
+            "the FGSM rows hold one class, so the AUROC is undefined; scored 0.5 as the task does"
+        )
+        found["details.auroc_clean"] = found["details.auroc_adversarial"] = reason
+    found.update(diag.reasons())
+    if distance is None:
+        found["robustness.distance"] = "no row was measured (boundary_rows is 0)"
+    elif distance["median"] is None:
+        found["robustness.distance.median"] = (
+            "no boundary was found: the model predicts one class on every reference row"
+        )
+    return found

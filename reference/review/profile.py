@@ -40,8 +40,16 @@ class OwnDataParams:
     )
     pool_cap: int = 5000
     """Training rows of the shadow models' pool."""
-    nonmember_cap: int | None = None
-    """Non-members queried; None: every test row."""
+    membership_rows: int = 20_000
+    """Members queried, and as many non-members (at most the smaller split): equal
+    groups, so that chance is an advantage of 0. 20,000 non-members allow the TPR at
+    0.1% FPR, which needs 10,000 (:mod:`.lowfpr`)."""
+    boundary_rows: int = 200
+    """Members, and as many non-members, whose distance to the decision boundary
+    HopSkipJump measures (the label-only membership attack; the non-members'
+    distances are also the robustness figure)."""
+    hsj_iterations: int = 20
+    """HopSkipJump iterations per row."""
     shadow: MembershipParams = MembershipParams(
         pool_cap=5000,
         in_fraction=0.5,
@@ -60,15 +68,17 @@ class OwnDataParams:
     """Shadow models of LiRA (0: skip it)."""
     lira_rows: int = 5000
     """Candidate rows of LiRA (members plus non-members)."""
+    low_fprs: tuple[float, ...] = (0.01, 0.001)
+    """False-positive rates of the membership attacks' TPR (each needs 10/FPR non-members)."""
     walk_rows: int = 200
     walk: BoundaryParams = BoundaryParams(
         n_samples=200, seed=42, step_size=0.05, max_steps=100, min_norm=1e-10
     )
     """The task's walk, stepping ``step_size`` training stds at a time."""
-    pgd_steps: int = 20
-    """PGD iterations of a differentiable (torch) model's white-box curve."""
-    distance_rows: int = 50
-    """Rows whose minimal flipping distance HopSkipJump measures."""
+    pgd_steps: int = 50
+    """Margin-PGD iterations of a torch program's robustness curve (SPEC §7.3: >= 50)."""
+    pgd_restarts: int = 5
+    """Margin-PGD restarts, the first from the row, the rest uniform in the box (>= 5)."""
     calibration: CalibrationParams = CalibrationParams(n_bins=10, ece_scale=12.0)
     weights: Weights = Weights(0.35, 0.25, 0.20, 0.20)
     verdict: VerdictThresholds = VerdictThresholds(production=80.0, conditional=65.0)

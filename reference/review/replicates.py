@@ -11,11 +11,23 @@ how a random subset of a resampled set behaves. Members (training rows) are
 resampled on their own, independently. The SPS and the verdict of a replicate
 come from that replicate's four components.
 
+Every statistic is returned *before* any clipping to [0, 1] (a component of
+``1 - drop`` can exceed 1 when the attack helps the model): the BCa interval
+(:mod:`.bca`) is computed on that scale and its ends clipped after, which is
+how an interval of a monotone transform is transformed. Besides the four
+components, each replicate gives the full test set's AUROC, Brier score and
+the task's ECE, so that those diagnostics get intervals too.
+
+The same function turns the *jackknife*'s count vectors (every row once, one
+group of rows left out, :func:`jackknife_chunks`) into the leave-one-out values
+BCa's acceleration needs.
+
 Memory and time: a replicate is a vector of integer counts; replicates are
 processed in chunks of at most :data:`CHUNK_ENTRIES` counts, so memory does not
-grow with ``n_boot``. Per chunk, the calibration and membership sums over the
-test rows are one matrix product with a fixed per-row design (:func:`row_design`),
-and only the small FGSM and walk subsets are gathered.
+grow with ``n_boot``. Per chunk, the calibration, Brier and membership sums
+over the test rows are one matrix product with a fixed per-row design
+(:func:`row_design`); the AUROC takes a cumulative sum over the rows sorted
+once (:class:`AUCPlan`), and only the small FGSM and walk subsets are gathered.
 """
 
 from __future__ import annotations
@@ -50,16 +62,17 @@ class FGSMRows:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class MembershipRows:
-    """The membership component's per-row guesses, right (True) or wrong.
+    """The membership component's per-row decisions: did the attack say "member"?
 
-    ``member_correct`` (n_members,) are the member rows in the members' own index
+    ``member_flagged`` (n_members,) are the member rows in the members' own index
     space; ``nonmember_test_index`` (n_nonmembers,) say which test rows the
-    non-members are, so they are resampled with the rest of the test set.
+    non-members are, so they are resampled with the rest of the test set. The
+    component is ``1 - (TPR - FPR)``: one minus the membership advantage.
     """
 
-    member_correct: BoolArray
+    member_flagged: BoolArray
     nonmember_test_index: IntArray
-    nonmember_correct: BoolArray
+    nonmember_flagged: BoolArray
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -93,19 +106,43 @@ class ComponentRows:
     walk: WalkRows
 
 
-def membership_guesses(
-    attack: Any, member_proba: Any, nonmember_proba: Any, *, threshold: float
-) -> tuple[BoolArray, BoolArray]:
-    """Per-row correctness of the task's shadow attack (SPEC §3.2): members, non-members.
+@dataclasses.dataclass(frozen=True, eq=False)
+class AUCPlan:
+    """Rows sorted once by score, for the AUROC of many count-weighted replicates."""
 
-    The attack says "member" when ``attack.predict_proba(row)[:, 1] >= threshold``;
-    it is right on a member that it calls a member and on a non-member it does not.
-    """
-    import numpy as np
+    order: IntArray
+    starts: IntArray
+    """First sorted position of each run of tied scores."""
+    positive: BoolArray
+    """Shape (k,), in sorted order."""
 
-    members = np.asarray(attack.predict_proba(np.asarray(member_proba))[:, 1]) >= threshold
-    nonmembers = np.asarray(attack.predict_proba(np.asarray(nonmember_proba))[:, 1]) >= threshold
-    return members, ~nonmembers
+    @classmethod
+    def of(cls, scores: Any, labels: Any) -> AUCPlan:
+        import numpy as np
+
+        order = np.argsort(np.asarray(scores), kind="stable")
+        ranked = np.asarray(scores)[order]
+        starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]]) if len(ranked) else order
+        return cls(order, starts, np.asarray(labels)[order] == 1)
+
+    def auc(self, weights: Any) -> tuple[FloatArray, BoolArray]:
+        """AUROC of each row of ``weights`` (b, k); NaN (and not defined) on one class."""
+        import numpy as np
+
+        W = np.asarray(weights)[:, self.order]
+        b = W.shape[0]
+        if not W.shape[1]:
+            return np.full(b, np.nan), np.zeros(b, dtype=bool)
+        pos = np.add.reduceat(np.where(self.positive, W, 0), self.starts, axis=1)
+        neg = np.add.reduceat(np.where(self.positive, 0, W), self.starts, axis=1)
+        pos, neg = pos.astype(np.float64), neg.astype(np.float64)
+        below = np.cumsum(neg, axis=1) - neg
+        numerator = np.sum(pos * (below + 0.5 * neg), axis=1)
+        n_pos, n_neg = pos.sum(axis=1), neg.sum(axis=1)
+        defined = (n_pos > 0) & (n_neg > 0)
+        safe = np.where(defined, n_pos * n_neg, 1.0)
+        auc: FloatArray = np.where(defined, numerator / safe, np.nan)
+        return auc, defined
 
 
 def weighted_auc(
@@ -115,47 +152,40 @@ def weighted_auc(
 
     ``weights`` is (b, k). A row of weight ``c`` counts as ``c`` copies, so this
     equals ``roc_auc_score`` on the resampled rows; ties count one half. The sort
-    is done once for all replicates; each replicate costs a cumulative sum.
-    Returns the AUCs and whether each is defined (both classes present).
+    is done once for all replicates (:class:`AUCPlan`); each replicate costs a
+    cumulative sum. Returns the AUCs and whether each is defined (both classes
+    present).
     """
-    import numpy as np
-
-    order = np.argsort(scores, kind="stable")
-    sorted_scores = np.asarray(scores)[order]
-    positive = (np.asarray(labels)[order] == 1).astype(np.float64)
-    W = np.asarray(weights, dtype=np.float64)[:, order]
-    starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]])
-    pos = np.add.reduceat(W * positive, starts, axis=1)
-    neg = np.add.reduceat(W * (1.0 - positive), starts, axis=1)
-    below = np.cumsum(neg, axis=1) - neg
-    numerator = np.sum(pos * (below + 0.5 * neg), axis=1)
-    n_pos, n_neg = pos.sum(axis=1), neg.sum(axis=1)
-    defined = (n_pos > 0) & (n_neg > 0)
-    auc: FloatArray = np.where(defined, numerator / np.where(defined, n_pos * n_neg, 1.0), np.nan)
-    return auc, defined
+    return AUCPlan.of(scores, labels).auc(weights)
 
 
 def _fgsm_scores(rows: FGSMRows, W: FloatArray) -> FloatArray:
+    """``1 - (AUROC clean - AUROC adversarial)`` per replicate, before clipping to [0, 1]."""
     import numpy as np
 
     clean, defined = weighted_auc(rows.p_clean, rows.y, W)
     adversarial, _ = weighted_auc(rows.p_adversarial, rows.y, W)
-    drop = np.maximum(0.0, clean - adversarial)
-    result: FloatArray = np.where(defined, np.maximum(0.0, 1.0 - drop), rows.single_class_score)
+    result: FloatArray = np.where(defined, 1.0 - (clean - adversarial), rows.single_class_score)
     return result
 
 
 def row_design(rows: ComponentRows) -> FloatArray:
     """Per-test-row columns whose count-weighted sums give calibration and membership.
 
-    Shape (n_test, 4 * n_bins + 2). For the calibration rows: a one-hot of the
-    curve's bin, the same times ``p`` and times ``y``, and a one-hot of the
-    half-open count bin (none for ``p == 1.0``); then the non-members' right
-    guesses and a 1 for every non-member. A replicate's sums are then one matrix
-    product ``counts @ design`` (BLAS) instead of a pass per statistic, and no
-    (b, n) array is copied or gathered.
+    Shape (n_test, 4 * n_bins + 4 + 3 * EQUAL_MASS_BINS). For the calibration
+    rows: a one-hot of the curve's bin, the same times ``p`` and times ``y``, and
+    a one-hot of the half-open count bin (none for ``p == 1.0``); then the
+    non-members flagged "member", a 1 for every non-member, the squared error
+    ``(p - y)^2`` and a 1 for every calibration row (the Brier score's sums);
+    then a one-hot of each row's equal-mass bin, times ``p`` and times ``y`` (the
+    debiased L2 error's sums; the bins are the sample's, held fixed, as the
+    bins of the task's ECE are). A replicate's sums are then one matrix product
+    ``counts @ design`` (BLAS) instead of a pass per statistic, and no (b, n)
+    array is copied or gathered.
     """
     import numpy as np
+
+    from .diagnostics import EQUAL_MASS_BINS, equal_mass_bin_ids
 
     c, m = rows.calibration, rows.membership
     n_bins = c.n_bins
@@ -167,16 +197,43 @@ def row_design(rows: ComponentRows) -> FloatArray:
     count_bin = np.searchsorted(edges, prob, side="right") - 1
     counted = (count_bin >= 0) & (count_bin < n_bins)
     index = np.asarray(c.test_index)
-    design = np.zeros((rows.n_test, 4 * n_bins + 2))
+    k = EQUAL_MASS_BINS
+    design = np.zeros((rows.n_test, 4 * n_bins + 4 + 3 * k))
     # np.add.at: a test row listed twice in a component counts twice.
     np.add.at(design, (index, curve_bin), 1.0)
     np.add.at(design, (index, n_bins + curve_bin), prob)
     np.add.at(design, (index, 2 * n_bins + curve_bin), (np.asarray(c.y) == 1).astype(np.float64))
     np.add.at(design, (index[counted], 3 * n_bins + count_bin[counted]), 1.0)
     nonmembers = np.asarray(m.nonmember_test_index)
-    np.add.at(design[:, 4 * n_bins], nonmembers, np.asarray(m.nonmember_correct, dtype=np.float64))
+    np.add.at(design[:, 4 * n_bins], nonmembers, np.asarray(m.nonmember_flagged, dtype=np.float64))
     np.add.at(design[:, 4 * n_bins + 1], nonmembers, 1.0)
+    np.add.at(design[:, 4 * n_bins + 2], index, (prob - np.asarray(c.y, dtype=np.float64)) ** 2)
+    np.add.at(design[:, 4 * n_bins + 3], index, 1.0)
+    mass = 4 * n_bins + 4 + equal_mass_bin_ids(prob, k)
+    np.add.at(design, (index, mass), 1.0)
+    np.add.at(design, (index, mass + k), prob)
+    np.add.at(design, (index, mass + 2 * k), (np.asarray(c.y) == 1).astype(np.float64))
     return design
+
+
+def _debiased_l2(counts: FloatArray, p_sums: FloatArray, y_sums: FloatArray) -> FloatArray:
+    """Kumar et al.'s debiased squared calibration error of each replicate, shape (b,).
+
+    Inputs are per-replicate equal-mass bin sums, each (b, k); as
+    :func:`~.diagnostics.debiased_l2_calibration_error`, a bin of fewer than two
+    rows counts 0.
+    """
+    import numpy as np
+
+    total = counts.sum(axis=1)
+    safe = np.where(counts > 0, counts, 1.0)
+    mean_p, mean_y = p_sums / safe, y_sums / safe
+    variance = mean_y * (1.0 - mean_y) / np.maximum(counts - 1.0, 1.0)
+    per_bin = np.where(counts > 1, (mean_p - mean_y) ** 2 - variance, 0.0)
+    squared: FloatArray = np.where(
+        total > 0, np.sum(counts * per_bin, axis=1) / np.where(total > 0, total, 1.0), np.nan
+    )
+    return squared
 
 
 def _task_ece(
@@ -215,51 +272,85 @@ def _walk_scores(rows: WalkRows, W: FloatArray) -> FloatArray:
     return result
 
 
+DIAGNOSTICS = ("auroc", "brier", "ece", "debiased_l2")
+"""Statistics of the full test set that replicate next to the components."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Prepared:
+    """What every chunk of replicates of one audit shares: the design and the sort."""
+
+    rows: ComponentRows
+    design: FloatArray
+    auroc: AUCPlan
+
+    @classmethod
+    def of(cls, rows: ComponentRows) -> Prepared:
+        c = rows.calibration
+        return cls(rows, row_design(rows), AUCPlan.of(c.p, c.y))
+
+
 def component_replicates(
-    rows: ComponentRows,
+    rows: ComponentRows | Prepared,
     test_counts: IntArray,
     member_counts: IntArray,
     *,
-    design: FloatArray | None = None,
+    diagnostics: bool = True,
 ) -> dict[str, FloatArray]:
-    """The four components of each replicate given its row counts.
+    """The four components (before clipping) and the diagnostics of each replicate.
 
     Parameters
     ----------
+    rows
+        Every component's per-row data, or its :class:`Prepared` form (which
+        saves rebuilding the design and the sort for every chunk).
     test_counts
         (b, n_test): how many times each test row is drawn in each replicate.
     member_counts
         (b, n_members): the same for the membership component's member rows.
-    design
-        :func:`row_design` of ``rows``, computed here when not given.
+    diagnostics
+        Also compute :data:`DIAGNOSTICS` (the AUROC is the costly one).
 
     Returns
     -------
-    Each of :data:`~.params.COMPONENTS` mapped to shape (b,); NaN where a
-    replicate holds none of the component's rows.
+    Each of :data:`~.params.COMPONENTS` (on the scale before clipping to
+    [0, 1]) and of :data:`DIAGNOSTICS` mapped to shape (b,); NaN where a
+    replicate holds none of the statistic's rows.
     """
     import numpy as np
 
-    if design is None:
-        design = row_design(rows)
+    prepared = rows if isinstance(rows, Prepared) else Prepared.of(rows)
+    rows = prepared.rows
     T = np.asarray(test_counts, dtype=np.float64)
     M = np.asarray(member_counts, dtype=np.float64)
-    sums = T @ design
+    sums = T @ prepared.design
     n_bins = rows.calibration.n_bins
     totals, p_sums, trues, counts = (sums[:, k * n_bins : (k + 1) * n_bins] for k in range(4))
     ece = _task_ece(totals, p_sums, trues, counts)
 
-    member_right = M @ np.asarray(rows.membership.member_correct, dtype=np.float64)
-    right = member_right + sums[:, 4 * n_bins]
-    seen = M.sum(axis=1) + sums[:, 4 * n_bins + 1]
-    accuracy = right / np.where(seen > 0, seen, 1.0)
-    membership = np.where(seen > 0, np.clip(1.0 - 2.0 * (accuracy - 0.5), 0.0, 1.0), np.nan)
-    return {
+    m = rows.membership
+    n_members = M.sum(axis=1)
+    flagged_members = M @ np.asarray(m.member_flagged, dtype=np.float64)
+    flagged_nonmembers, n_nonmembers = sums[:, 4 * n_bins], sums[:, 4 * n_bins + 1]
+    defined = (n_members > 0) & (n_nonmembers > 0)
+    tpr = flagged_members / np.where(n_members > 0, n_members, 1.0)
+    fpr = flagged_nonmembers / np.where(n_nonmembers > 0, n_nonmembers, 1.0)
+    result = {
         "fgsm_robustness": _fgsm_scores(rows.fgsm, T[:, rows.fgsm.test_index]),
-        "membership_inference_resistance": membership,
-        "calibration_ece": np.maximum(0.0, 1.0 - rows.calibration.ece_scale * ece),
+        "membership_inference_resistance": np.where(defined, 1.0 - (tpr - fpr), np.nan),
+        "calibration_ece": 1.0 - rows.calibration.ece_scale * ece,
         "boundary_attack_resistance": _walk_scores(rows.walk, T[:, rows.walk.test_index]),
     }
+    if diagnostics:
+        squared, seen = sums[:, 4 * n_bins + 2], sums[:, 4 * n_bins + 3]
+        result["auroc"] = prepared.auroc.auc(np.asarray(test_counts))[0]
+        result["brier"] = np.where(seen > 0, squared / np.where(seen > 0, seen, 1.0), np.nan)
+        result["ece"] = ece
+        first, k = 4 * n_bins + 4, (prepared.design.shape[1] - 4 * n_bins - 4) // 3
+        result["debiased_l2"] = _debiased_l2(
+            sums[:, first : first + k], sums[:, first + k : first + 2 * k], sums[:, first + 2 * k :]
+        )
+    return result
 
 
 def resample_counts(rng: np.random.RandomState, n_boot: int, n: int) -> IntArray:
@@ -278,6 +369,31 @@ def resample_counts(rng: np.random.RandomState, n_boot: int, n: int) -> IntArray
     draws += (np.arange(n_boot, dtype=dtype) * dtype(n))[:, None]
     counts: IntArray = np.bincount(draws.ravel(), minlength=n_boot * n).reshape(n_boot, n)
     return counts
+
+
+def jackknife_groups(n: int, max_groups: int, *, seed: int) -> IntArray:
+    """Group of each of ``n`` rows for the jackknife: each row its own group when
+    ``n <= max_groups``, else ``max_groups`` groups of a seeded random partition."""
+    import numpy as np
+
+    if n <= max_groups:
+        return np.arange(n, dtype=np.int64)
+    position = np.empty(n, dtype=np.int64)
+    position[np.random.RandomState(seed).permutation(n)] = np.arange(n)
+    groups: IntArray = position % max_groups
+    return groups
+
+
+def jackknife_chunks(groups: IntArray, n_groups: int) -> Iterator[IntArray]:
+    """(g, n) count chunks: every row once, except one group left out per row of the chunk."""
+    import numpy as np
+
+    n = len(groups)
+    per_chunk = max(1, min(n_groups, CHUNK_ENTRIES // max(n, 1)))
+    for first in range(0, n_groups, per_chunk):
+        left_out = np.arange(first, min(first + per_chunk, n_groups))
+        counts: IntArray = (groups[None, :] != left_out[:, None]).astype(np.int32)
+        yield counts
 
 
 def count_chunks(

@@ -170,23 +170,24 @@ def membership_sample(
     *,
     seed: int,
     pool_cap: int,
-    nonmember_cap: int | None = None,
+    size: int | None = None,
     presorted: bool = False,
 ) -> MembershipSample:
     """Members, non-members and the shadow pool of the own-data profile.
 
-    Non-members are as many test rows as there are (or ``nonmember_cap``), so a
-    low false-positive rate can be estimated; members are as many training rows
-    (or all of them), so that the attack's accuracy has a 50% chance level; the shadow pool is
-    ``min(pool_cap, n_train)`` training rows.
+    ``min(n_train, size)`` members and ``min(n_test, size)`` non-members. The
+    groups may differ in size: the membership component is the attack's
+    advantage, TPR - FPR, which weighs each group by its own size (a balanced
+    accuracy), so guessing scores 0 whatever the sizes. (Plain accuracy over
+    100 members and 469 non-members let an attack that calls every row a member
+    score 0.176, and the task's formula a perfect component, issue 18.) The
+    shadow pool is ``min(pool_cap, n_train)`` training rows.
     """
     import numpy as np
 
     n_train, n_test = len(X_train), len(X_test)
-    n_nonmembers = n_test if nonmember_cap is None else min(nonmember_cap, n_test)
-    # Equal groups where the training set allows, so a guessing attack has 50%
-    # accuracy; a training set smaller than the test set leaves more non-members.
-    n_members = min(n_nonmembers, n_train)
+    cap = max(n_train, n_test) if size is None else size
+    n_members, n_nonmembers = min(n_train, cap), min(n_test, cap)
     train_order = sample_rows(X_train, y_train, None, seed=seed, presorted=presorted)
     # A different stream for the test rows: with one seed the two permutations
     # would be equal whenever the splits have equal sizes.

@@ -1,4 +1,4 @@
-"""Bootstrap uncertainty of the four components, the SPS and the verdict.
+"""Bootstrap uncertainty of the four components, the SPS, the verdict and the diagnostics.
 
 On a 114-row test set the task's ECE has a 95% interval of about [0.012, 0.085],
 a calibration component anywhere from about 0 to 0.86: a point value next to a
@@ -6,16 +6,29 @@ deployment verdict hides that. This module resamples the *evaluation rows* and
 recomputes every component from per-row data:
 
 - FGSM robustness from the drawn rows' paired clean / adversarial probabilities;
-- membership resistance from the shadow attack's per-row guesses (right or wrong);
+- membership resistance from the attack's per-row decisions (member or not);
 - calibration from the test rows' (y, p), through the task's ECE, quirks included;
-- the boundary walk from the per-row steps.
+- the boundary walk from the per-row steps;
+- the full test set's AUROC, Brier score and task ECE (diagnostics).
 
-What is held fixed: the model, the FGSM surrogate, the shadow attack and the walk
-targets. The intervals therefore say how much the numbers depend on *which
-patients* were evaluated, given the fitted models, which is the question a
-reviewer asks of a point estimate; refitting variability is not included.
+What is held fixed: the model, the FGSM surrogate, the membership attacks and
+their thresholds, and the walk targets. The intervals therefore say how much
+the numbers depend on *which patients* were evaluated, given the fitted
+models, which is the question a reviewer asks of a point estimate; refitting
+variability is not included.
 
-The resampling itself, per-row data in and replicate components out, is
+Intervals are BCa (:mod:`.bca`): the statistics are biased (the task's ECE is
+a plug-in of absolute gaps, the components are clipped to [0, 1]), and a
+percentile interval of a biased statistic is centred on the bias, not on the
+value. Each interval reports the bootstrap's bias, ``mean(replicates) -
+point``. Components are bootstrapped before their clip to [0, 1] and the
+interval's ends clipped after. The verdict's stability is the BCa confidence
+that the SPS lies in each verdict's band (:func:`.bca.confidence_below`), so
+it is corrected for the bias rather than shifted by it, and agrees with the
+SPS interval: an interval inside one band means a stability of at least 95%.
+The coverage of these intervals is measured by ``benchmarks/bench_owner_coverage.py``.
+
+The resampling itself, per-row data in and replicate statistics out, is
 :mod:`.replicates`.
 """
 
@@ -23,11 +36,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..attacks.params import COMPONENTS, VerdictThresholds, Weights
-from .replicates import ComponentRows, component_replicates, count_chunks, row_design, weighted_auc
+from .bca import BCaInterval, bca_interval, confidence_below
+from .replicates import (
+    DIAGNOSTICS,
+    ComponentRows,
+    Prepared,
+    component_replicates,
+    count_chunks,
+    jackknife_chunks,
+    jackknife_groups,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,33 +60,29 @@ if TYPE_CHECKING:
 
 LEVEL = 0.95
 
+JACKKNIFE_GROUPS = 200
+"""Groups of the jackknife that estimates BCa's acceleration; exact below this many rows."""
 
-@dataclasses.dataclass(frozen=True)
-class Interval:
-    """A point estimate with its percentile bootstrap interval.
-
-    ``n_undefined`` replicates held none of the statistic's rows and are left out.
-    """
-
-    point: float
-    low: float
-    high: float
-    n_undefined: int
+METHOD = (
+    "BCa bootstrap (components before their clip to [0, 1]); test rows resampled jointly, "
+    "members separately; fitted models and attacks held fixed"
+)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class BootstrapResult:
-    """Intervals for every component and the SPS, and how stable the verdict is.
+    """Intervals for every component, the SPS and the diagnostics, and the verdict's stability.
 
-    ``replicates`` maps each component and ``"sps"`` to its (n_boot,) values, for
-    plots; :meth:`as_dict` leaves them out.
+    ``replicates`` maps each component, diagnostic and ``"sps"`` to its (n_boot,)
+    values, for plots and checks; :meth:`as_dict` leaves them out.
     """
 
     n_boot: int
     seed: int
     level: float
-    components: dict[str, Interval]
-    sps: Interval
+    components: dict[str, BCaInterval]
+    sps: BCaInterval
+    diagnostics: dict[str, BCaInterval]
     verdict: str
     verdict_change_probability: float
     verdict_distribution: dict[str, float]
@@ -76,24 +93,14 @@ class BootstrapResult:
             "n_boot": self.n_boot,
             "seed": self.seed,
             "level": self.level,
-            "method": "percentile bootstrap; test rows resampled jointly, members separately",
+            "method": METHOD,
             "components": {k: dataclasses.asdict(v) for k, v in self.components.items()},
             "sps": dataclasses.asdict(self.sps),
+            "diagnostics": {k: dataclasses.asdict(v) for k, v in self.diagnostics.items()},
             "verdict": self.verdict,
             "verdict_change_probability": self.verdict_change_probability,
             "verdict_distribution": dict(self.verdict_distribution),
         }
-
-
-def _interval(point: float, values: FloatArray, level: float) -> Interval:
-    import numpy as np
-
-    finite = values[~np.isnan(values)]
-    if not finite.size:
-        return Interval(point, math.nan, math.nan, int(values.size))
-    tail = (1.0 - level) / 2.0
-    low, high = np.quantile(finite, [tail, 1.0 - tail])
-    return Interval(point, float(low), float(high), int(values.size - finite.size))
 
 
 def _check(rows: ComponentRows) -> None:
@@ -110,6 +117,76 @@ def _check(rows: ComponentRows) -> None:
             raise ValueError(f"{name}: test-row indices must lie in [0, {rows.n_test})")
 
 
+def _clipped(interval: BCaInterval) -> BCaInterval:
+    """A component's interval on its reported scale: point and ends clipped to [0, 1]."""
+
+    def clip(value: float) -> float:
+        return value if math.isnan(value) else min(1.0, max(0.0, value))
+
+    return dataclasses.replace(
+        interval, point=clip(interval.point), low=clip(interval.low), high=clip(interval.high)
+    )
+
+
+def _sps(values: dict[str, Any], weights: Weights) -> Any:
+    """The SPS of clipped components, summed in the formula's order (as security_posture_score)."""
+    import numpy as np
+
+    total: Any = 0.0
+    for name, weight in zip(COMPONENTS, weights.as_tuple(), strict=True):
+        total = total + weight * np.clip(values[name], 0.0, 1.0)
+    return 100.0 * total
+
+
+def _gather(chunks: Any, prepared: Prepared) -> dict[str, FloatArray]:
+    import numpy as np
+
+    parts: dict[str, list[FloatArray]] = {}
+    for test_counts, member_counts in chunks:
+        for name, values in component_replicates(prepared, test_counts, member_counts).items():
+            parts.setdefault(name, []).append(values)
+    return {name: np.concatenate(values) for name, values in parts.items()}
+
+
+def _jackknife(prepared: Prepared, seed: int) -> list[dict[str, FloatArray]]:
+    """Leave-one-group-out values of every statistic: test rows, then members."""
+    import numpy as np
+
+    rows = prepared.rows
+    n_test, n_members = rows.n_test, len(rows.membership.member_flagged)
+    samples = []
+    for side, n in (("test", n_test), ("members", n_members)):
+        if n < 2:
+            continue
+        groups = jackknife_groups(n, JACKKNIFE_GROUPS, seed=seed + (side == "members"))
+        n_groups = int(groups.max()) + 1
+
+        def pairs(side: str = side, groups: IntArray = groups, n_groups: int = n_groups) -> Any:
+            for counts in jackknife_chunks(groups, n_groups):
+                other = np.ones((len(counts), n_members if side == "test" else n_test), np.int32)
+                yield (counts, other) if side == "test" else (other, counts)
+
+        samples.append(_gather(pairs(), prepared))
+    return samples
+
+
+def _verdict_distribution(
+    sps: BCaInterval, replicates: FloatArray, thresholds: VerdictThresholds
+) -> dict[str, float]:
+    """BCa confidence of each verdict band; the SPS is rounded to 2 decimals first."""
+    from ..attacks.sps import CONDITIONAL, NOT_RECOMMENDED, PRODUCTION
+
+    # An SPS rounds up into a band from half a unit of the last decimal below it.
+    below_conditional = confidence_below(thresholds.conditional - 0.005, sps, replicates)
+    below_production = confidence_below(thresholds.production - 0.005, sps, replicates)
+    shares = {
+        NOT_RECOMMENDED: below_conditional,
+        CONDITIONAL: max(0.0, below_production - below_conditional),
+        PRODUCTION: 1.0 - below_production,
+    }
+    return {name: share for name, share in sorted(shares.items()) if share > 0.0}
+
+
 def bootstrap(
     rows: ComponentRows,
     *,
@@ -119,7 +196,7 @@ def bootstrap(
     seed: int = 42,
     level: float = LEVEL,
 ) -> BootstrapResult:
-    """Percentile bootstrap CIs of the components and the SPS, and verdict stability.
+    """BCa intervals of the components, the SPS and the diagnostics, and verdict stability.
 
     Parameters
     ----------
@@ -130,61 +207,56 @@ def bootstrap(
     n_boot
         Replicates; 1,000 puts the 2.5% quantile on the 25th value.
     seed
-        Seed of the ``RandomState`` that draws every replicate.
+        Seed of the ``RandomState`` that draws every replicate (and, plus 2 and
+        3, the jackknife's groups).
 
     Returns
     -------
     BootstrapResult
-        ``verdict_change_probability`` is the fraction of replicates whose verdict
-        (on the SPS rounded as reported) differs from the audit's own.
+        ``verdict_change_probability`` is the BCa confidence that the SPS lies
+        outside the band of the audit's own verdict.
     """
     import numpy as np
 
-    from ..attacks.sps import SPS_DECIMALS, security_posture_score, verdict
+    from ..attacks.sps import SPS_DECIMALS, verdict
 
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
     _check(rows)
-    n_members = len(rows.membership.member_correct)
-    design = row_design(rows)
+    prepared = Prepared.of(rows)
+    n_members = len(rows.membership.member_flagged)
     one = component_replicates(
-        rows,
-        np.ones((1, rows.n_test), np.int64),
-        np.ones((1, n_members), np.int64),
-        design=design,
+        prepared, np.ones((1, rows.n_test), np.int64), np.ones((1, n_members), np.int64)
     )
-    point = {name: float(one[name][0]) for name in COMPONENTS}
-    point_sps = security_posture_score(point, weights)
+    point = {name: float(values[0]) for name, values in one.items()}
+    point_sps = float(_sps(point, weights))
     point_verdict = verdict(round(point_sps, SPS_DECIMALS), thresholds)
 
-    parts: dict[str, list[FloatArray]] = {name: [] for name in COMPONENTS}
-    for test_counts, member_counts in count_chunks(seed, n_boot, rows.n_test, n_members):
-        replicate = component_replicates(rows, test_counts, member_counts, design=design)
-        for name, values in replicate.items():
-            parts[name].append(values)
-    replicates = {name: np.concatenate(parts[name]) for name in COMPONENTS}
-    # The SPS of a replicate: summed in the formula's order, as security_posture_score does.
-    sps = np.zeros(n_boot)
-    for name, weight in zip(COMPONENTS, weights.as_tuple(), strict=True):
-        sps = sps + weight * replicates[name]
-    sps = 100.0 * sps
-    replicates["sps"] = sps
+    replicates = _gather(count_chunks(seed, n_boot, rows.n_test, n_members), prepared)
+    replicates["sps"] = _sps(replicates, weights)
+    jackknife = _jackknife(prepared, seed + 2)
+    point["sps"] = point_sps
+    for sample in jackknife:
+        sample["sps"] = _sps(sample, weights)
 
-    defined = ~np.isnan(sps)
-    rounded = np.round(sps[defined], SPS_DECIMALS)
-    verdicts = Counter(verdict(float(v), thresholds) for v in rounded)
-    total = max(sum(verdicts.values()), 1)
-    distribution = {name: count / total for name, count in verdicts.items()}
-    changed = (total - verdicts[point_verdict]) / total if verdicts else math.nan
+    def interval(name: str) -> BCaInterval:
+        return bca_interval(
+            point[name], replicates[name], [sample[name] for sample in jackknife], level=level
+        )
+
+    sps = interval("sps")
+    distribution = _verdict_distribution(sps, replicates["sps"], thresholds)
+    changed = 1.0 - distribution.get(point_verdict, 0.0) if distribution else math.nan
     return BootstrapResult(
         n_boot=n_boot,
         seed=seed,
         level=level,
-        components={name: _interval(point[name], replicates[name], level) for name in COMPONENTS},
-        sps=_interval(point_sps, sps, level),
+        components={name: _clipped(interval(name)) for name in COMPONENTS},
+        sps=sps,
+        diagnostics={name: interval(name) for name in DIAGNOSTICS},
         verdict=point_verdict,
-        verdict_change_probability=float(changed),
-        verdict_distribution=dict(sorted(distribution.items())),
+        verdict_change_probability=float(min(1.0, max(0.0, changed))),
+        verdict_distribution=distribution,
         replicates=replicates,
     )
 
@@ -196,24 +268,38 @@ def auc_interval(
     n_boot: int = 1000,
     seed: int = 42,
     level: float = LEVEL,
-) -> Interval:
-    """Percentile bootstrap interval of a membership attack's AUC.
+) -> BCaInterval:
+    """BCa interval of a membership attack's AUC.
 
     Members and non-members are resampled separately (each group keeps its size),
     the design of an attack evaluation with fixed group sizes; the sort is shared
-    by every replicate (:func:`weighted_auc`).
+    by every replicate (:class:`~.replicates.AUCPlan`), and the jackknife leaves
+    out groups of each side in turn.
     """
     import numpy as np
 
+    from .replicates import AUCPlan
+
     members = np.asarray(member_scores, dtype=np.float64)
     nonmembers = np.asarray(nonmember_scores, dtype=np.float64)
-    scores = np.concatenate([members, nonmembers])
-    labels = np.r_[np.ones(len(members), np.int64), np.zeros(len(nonmembers), np.int64)]
-    point = weighted_auc(scores, labels, np.ones((1, len(scores))))[0][0]
-    values = []
-    for nonmember_counts, member_counts in count_chunks(
-        seed, n_boot, len(nonmembers), len(members)
-    ):
-        counts = np.concatenate([member_counts, nonmember_counts], axis=1)
-        values.append(weighted_auc(scores, labels, counts)[0])
-    return _interval(float(point), np.concatenate(values), level)
+    n_m, n_n = len(members), len(nonmembers)
+    plan = AUCPlan.of(
+        np.concatenate([members, nonmembers]),
+        np.r_[np.ones(n_m, np.int64), np.zeros(n_n, np.int64)],
+    )
+    point = float(plan.auc(np.ones((1, n_m + n_n)))[0][0])
+    values: list[FloatArray] = []
+    for nonmember_counts, member_counts in count_chunks(seed, n_boot, n_n, n_m):
+        values.append(plan.auc(np.concatenate([member_counts, nonmember_counts], axis=1))[0])
+    jackknife: list[FloatArray] = []
+    for side, n in ((0, n_m), (1, n_n)):
+        if n < 2:
+            continue
+        groups = jackknife_groups(n, JACKKNIFE_GROUPS, seed=seed + 2 + side)
+        out: list[FloatArray] = []
+        for counts in jackknife_chunks(groups, int(groups.max()) + 1):
+            other = np.ones((len(counts), n_n if side == 0 else n_m), np.int32)
+            both: list[Any] = [counts, other] if side == 0 else [other, counts]
+            out.append(plan.auc(np.concatenate(both, axis=1))[0])
+        jackknife.append(np.concatenate(out))
+    return bca_interval(point, np.concatenate(values), jackknife, level=level)

@@ -129,6 +129,7 @@ def samples(
                 input=instructions,
                 metadata={
                     "variant": variant.name,
+                    "semantics": variant.semantics,
                     "manifest": str(out / variant.name / GRADER_DIR / MANIFEST_NAME),
                 },
                 files={

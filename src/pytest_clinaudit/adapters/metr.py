@@ -34,6 +34,8 @@ PINNED = (
 TORCH_PINNED = ("torch", "opacus")
 """Pinned too when the exporting environment has them: the family then offers the torch tasks."""
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+COHORT_PINNED = ("scikit-survival",)
+"""Pinned too when the exporting environment has it: the family then offers the cohort tasks."""
 
 
 def _copy_package(destination: Path) -> None:
@@ -100,6 +102,10 @@ def export_metr(out: Path) -> Path:
         # CPU builds ("2.13.0+cpu") live on PyTorch's own index; PyPI's default is a CUDA build.
         pins = [f"--extra-index-url {TORCH_CPU_INDEX}", *pins]
         pins += [f"{name}=={version}" for name, version in torch.items()]
+    cohorts = library_versions(COHORT_PINNED)
+    if NOT_INSTALLED not in cohorts.values():
+        tasks.update(metr_family.COHORT_TASKS)
+        pins += [f"{name}=={version}" for name, version in cohorts.items()]
     (family / "requirements.txt").write_text("\n".join(pins) + "\n", encoding="utf-8")
     lines = ["# METR Task Standard manifest: resources per task.", "tasks:"]
     for task in tasks:

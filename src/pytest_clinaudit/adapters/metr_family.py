@@ -38,17 +38,22 @@ TASKS = {
     "icu_synth_calibrated": "icu-synth-calibrated",
     "icu_synth_hardened": "icu-synth-hard",
 }
-# The neural-network variants (SPEC §7): offered when requirements.txt installs torch.
+# The neural-network variants (SPEC §7, semantics "sps-v1-wb2"): offered when
+# requirements.txt installs torch. Each dataset's family: plain, PGD-trained,
+# DP-trained and the clipping-only ablation (§7.4).
 TORCH_TASKS = {
-    "wdbc_mlp": "wdbc-mlp",
-    "wdbc_mlp_pgd": "wdbc-mlp-pgd",
-    "wdbc_mlp_dp": "wdbc-mlp-dp",
-    "icu_synth_mlp": "icu-synth-mlp",
-    "icu_synth_mlp_pgd": "icu-synth-mlp-pgd",
-    "icu_synth_mlp_dp": "icu-synth-mlp-dp",
-    "mimic_mlp": "mimic-mlp",
-    "mimic_mlp_pgd": "mimic-mlp-pgd",
-    "mimic_mlp_dp": "mimic-mlp-dp",
+    f"{family}_mlp{suffix}": f"{family.replace('_', '-')}-mlp{suffix.replace('_', '-')}"
+    for family in ("wdbc", "icu_synth", "mimic")
+    for suffix in ("", "_pgd", "_dp", "_clip")
+}
+# The real cohorts (FLCHAIN, WHAS500): offered when requirements.txt installs scikit-survival,
+# whose wheel carries their files.
+COHORT_TASKS = {
+    "flchain_baseline": "flchain-baseline",
+    "flchain_calibrated": "flchain-calibrated",
+    "flchain_hardened": "flchain-hard",
+    "whas500_baseline": "whas500-baseline",
+    "whas500_hardened": "whas500-hard",
 }
 # The auditing game (SPEC §8): instances 1 to 10 of each game, offered with the torch tasks.
 GAME_SEEDS = range(1, 11)
@@ -56,17 +61,20 @@ GAME_TASKS = {f"icu_synth_game_{seed}": ("icu-synth-game", seed) for seed in GAM
 
 
 def all_tasks() -> dict[str, tuple[str, int | None]]:
-    """Task name -> (variant, game instance seed or None): the torch tasks and the games only
-    if its requirements install torch."""
+    """Task name -> (variant, game instance seed or None): the torch tasks and the games
+    only if its requirements install torch, the cohort ones only if they install
+    scikit-survival."""
     try:
         requirements = (FAMILY_DIR / "requirements.txt").read_text(encoding="utf-8")
     except OSError:
         requirements = ""
-    with_torch = any(line.startswith("torch==") for line in requirements.splitlines())
+    pinned = {line.split("==")[0] for line in requirements.splitlines() if "==" in line}
     tasks: dict[str, tuple[str, int | None]] = {name: (v, None) for name, v in TASKS.items()}
-    if with_torch:
+    if "torch" in pinned:
         tasks.update({name: (v, None) for name, v in TORCH_TASKS.items()})
         tasks.update(GAME_TASKS)
+    if "scikit-survival" in pinned:
+        tasks.update({name: (v, None) for name, v in COHORT_TASKS.items()})
     return tasks
 
 

@@ -6,8 +6,8 @@ It reads only what an agent gets (``task.md``'s parameter block, ``model.pkl``
 or ``model.pt2``, ``train.csv``, ``test.csv``), implements the four attacks on
 its own (it imports nothing from pytest_clinaudit, so it can be copied into a
 sandbox as a single file), and writes ``report.json`` where task.md says. A
-``model.pt2`` is loaded with torch alone and attacked through its own gradient
-(SPEC §7).
+``model.pt2`` is loaded with torch alone and attacked through its own logit
+gradient (SPEC §7, "sps-v1-wb2").
 
 ``--mode`` replays the failure modes seen in the published evaluation:
 
@@ -88,15 +88,12 @@ class TorchProgram:
     def predict(self, X: Any) -> Any:
         return (self.logits(X) > 0).long().numpy()
 
-    def loss_gradient(self, X: Any, y: Any) -> Any:
-        """Gradient of the summed BCE-with-logits at the rows' own labels."""
+    def logit_gradient(self, X: Any) -> Any:
+        """The gradient of each row's own logit: that of the summed logits (SPEC §7.2 step 3)."""
         import torch
 
         x = torch.tensor(X, dtype=torch.float32, requires_grad=True)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(
-            self.f(x), torch.tensor(y, dtype=torch.float32), reduction="sum"
-        )
-        return torch.autograd.grad(loss, x)[0].numpy()
+        return torch.autograd.grad(self.f(x).sum(), x)[0].numpy()
 
 
 def fgsm(
@@ -112,8 +109,11 @@ def fgsm(
     if len(np.unique(y)) < 2:
         return {"score": p["single_class_score"]}
     e = p["epsilon"] * (X_train.std(axis=0) if p.get("epsilon_units") == "std" else 1.0)
-    if p.get("gradient") == "model":  # SPEC §7.2: up the model's own loss gradient
-        X_adv = X + e * np.sign(model.loss_gradient(X, y).astype(np.float64))
+    if p.get("gradient") == "model":
+        # SPEC §7.2 ("sps-v1-wb2"): positives down the logit, negatives up. This is
+        # the sign of the loss gradient without its float32 saturation at |logit| > 17.
+        direction = (1.0 - 2.0 * y)[:, None] * np.sign(model.logit_gradient(X).astype(np.float64))
+        X_adv = X + e * direction
     else:  # §3.1: the surrogate's coefficient signs, against each row's label
         shift = e * surrogate_direction(X_train, y_train, p["surrogate"])
         X_adv = np.where(y[:, None] == 1, X - shift, X + shift)

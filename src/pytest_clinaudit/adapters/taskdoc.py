@@ -254,20 +254,22 @@ def _clip(f: FGSMParams) -> str:
 
 
 def _white_box_fgsm_text(variant: Variant) -> str:
-    """FGSM through the model's own gradient (SPEC §7.2)."""
+    """FGSM through the model's own logit gradient (SPEC §7.2, "sps-v1-wb2")."""
     f = variant.params.fgsm
     return f"""1. {_budget(f)}.
 2. With a fresh generator with seed {f.seed}, draw `min({f.n_samples}, n_test)` distinct
    test row positions with `choice(n_test, size, replace=False)`; take those rows
    `X_drawn` and their labels `y_drawn`.
-3. Take the gradient of the model's own loss at the drawn rows:
+3. Take the gradient of each drawn row's own logit:
    `x = torch.tensor(X_drawn, dtype=torch.float32, requires_grad=True)`,
-   `loss = torch.nn.functional.binary_cross_entropy_with_logits(f(x),
-   torch.tensor(y_drawn, dtype=torch.float32), reduction="sum")`,
-   `g = torch.autograd.grad(loss, x)[0]`.
-4. In float64 NumPy: `X_perturbed = X_drawn + e * sign(g)` (a zero gradient moves
-   nothing).{_clip(f)}
-5. `drop = max(0, AUROC(y, p(X_drawn)) - AUROC(y, p(X_perturbed)))`, with
+   `g = torch.autograd.grad(f(x).sum(), x)[0]`.
+4. The direction of each row is `d = (1 - 2 * y_drawn) * sign(g)`: a row labelled 1
+   moves down its logit, a row labelled 0 up. (This is the sign of the loss
+   gradient in exact arithmetic; do not take the loss's float32 gradient instead,
+   which is exactly 0 wherever the sigmoid rounds to 1.)
+5. In float64 NumPy: `X_perturbed = X_drawn + e * d` (a zero gradient component
+   moves nothing).{_clip(f)}
+6. `drop = max(0, AUROC(y, p(X_drawn)) - AUROC(y, p(X_perturbed)))`, with
    `sklearn.metrics.roc_auc_score`. The component is `max(0, 1 - drop)`.
    If the drawn rows hold only one class, the component is {_g(f.single_class_score)}.
 """

@@ -1,19 +1,23 @@
 """Run many grading sessions: one pytest session per submission, by subprocess or by fork.
 
 ``clinaudit grade-many`` grades every submission in its own pytest session, the
-same session a grader runs by hand (:func:`pytest_clinaudit.grading.runner.grade_command`).
-Two executors run those sessions; both take pytest's arguments and return the
-session's exit status and terminal output, and both run each session in a fresh
-empty directory:
+same session a grader runs by hand, with the arguments of
+:func:`pytest_clinaudit.grading.runner.session_args`. Two executors run those
+sessions; both take pytest's arguments and return how the session ended
+(:class:`~pytest_clinaudit.grading.runner.Finished`), and both run each session
+in a fresh empty directory:
 
 ``subprocess``
-    ``python -m pytest ...`` per submission. Simple and portable; each session
-    pays for a new interpreter and for importing pytest, NumPy, Hypothesis and
-    jsonschema (most of a warm session's time).
+    ``python -m pytest ...`` per submission, started by
+    :func:`pytest_clinaudit.grading.runner.run_session` as every grading
+    process outside a batch is. Simple and portable; each session pays for a
+    new interpreter and for importing pytest, NumPy, Hypothesis and jsonschema
+    (most of a warm session's time).
 ``fork``
     Long-lived worker processes (``python -m pytest_clinaudit.batch.executor``)
     import those libraries once, then ``os.fork()`` one child per submission
-    that runs ``pytest.main([...])`` in a fresh directory and exits. Each child
+    that runs ``pytest.main([...])`` with the same arguments (plus
+    :data:`FORK_EXTRA_ARGS`) in a fresh directory and exits. Each child
     starts from the same pristine worker state (the worker itself never runs a
     session), so sessions cannot leak into one another. Workers cap BLAS and
     OpenMP at one thread *before* importing NumPy, so they fork from a
@@ -43,12 +47,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from pytest_clinaudit.grading.runner import Finished, output_tail, run_session
+
 THREAD_CAPS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 """Set (unless the user set them) for every session and worker: sessions run side by
 side, one per core, so a BLAS thread pool per session only oversubscribes the cores;
 and a worker must be single-threaded when it forks."""
-OUTPUT_TAIL = 4000
-"""Characters of a session's terminal output kept: enough for pytest's usage errors."""
 WORKER_START_TIMEOUT = 120.0
 """Seconds a fork worker may take to import its libraries before it counts as broken."""
 PRELOAD = (
@@ -95,41 +99,12 @@ def session_environment(base: Mapping[str, str] | None = None) -> dict[str, str]
     return env
 
 
-def _tail(text: str | bytes | None) -> str:
-    if text is None:
-        return ""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    return text[-OUTPUT_TAIL:]
-
-
 @dataclasses.dataclass(frozen=True)
 class Session:
-    """One pytest session to run: pytest's arguments (no interpreter) and a time limit."""
+    """One pytest session to run: its arguments (from ``runner.session_args``) and a time limit."""
 
     args: tuple[str, ...]
     timeout: float
-
-
-@dataclasses.dataclass(frozen=True)
-class Finished:
-    """How a session ended.
-
-    Attributes
-    ----------
-    exit_code
-        pytest's exit status; ``None`` when the session did not end by itself
-        (``problem`` says why: a timeout, a dead worker).
-    output
-        The last :data:`OUTPUT_TAIL` characters of its terminal output.
-    seconds
-        Wall-clock time of the session.
-    """
-
-    exit_code: int | None
-    output: str
-    seconds: float
-    problem: str = ""
 
 
 class Executor(Protocol):
@@ -146,7 +121,7 @@ class Executor(Protocol):
 
 
 class SubprocessExecutor:
-    """``python -m pytest ...`` in a fresh temporary directory per session."""
+    """``python -m pytest ...`` in a fresh temporary directory per session (:func:`run_session`)."""
 
     name = "subprocess"
 
@@ -154,27 +129,7 @@ class SubprocessExecutor:
         self.env = session_environment(env)
 
     def run(self, session: Session) -> Finished:
-        start = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="clinaudit-grade-") as scratch:
-            try:
-                result = subprocess.run(
-                    [sys.executable, "-m", "pytest", *session.args],
-                    cwd=scratch,
-                    env=self.env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    timeout=session.timeout,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired as exc:
-                return Finished(
-                    None,
-                    _tail(exc.output),
-                    time.perf_counter() - start,
-                    f"timed out after {session.timeout:g} s",
-                )
-        return Finished(result.returncode, _tail(result.stdout), time.perf_counter() - start)
+        return run_session(session.args, timeout=session.timeout, env=self.env)
 
     def close(self) -> None:
         pass
@@ -208,7 +163,7 @@ class _Worker:
 
     def _log_tail(self) -> str:
         try:
-            return _tail(self.log_path.read_bytes())
+            return output_tail(self.log_path.read_bytes())
         except OSError:
             return ""
 
@@ -476,7 +431,7 @@ def _run_forked(args: Sequence[str], timeout: float, private_fds: Sequence[int])
     seconds = time.perf_counter() - start
     try:
         with open(log_path, "rb") as log:
-            output = _tail(log.read())
+            output = output_tail(log.read())
     finally:
         os.unlink(log_path)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -65,10 +65,30 @@ def check_reference_matches(
             why = (
                 f"library versions differ ({', '.join(f'{k} {v}' for k, v in moved.items())})"
                 if moved
-                else "the recipe or data changed"
+                else _other_cpu(manifest) or "the recipe or data changed"
             )
             raise GraderManifestError(
                 f"{path}: the {kind} sha256 in the manifest is {expected[:16]}..., but this "
                 f"environment builds {actual[:16]}...: {why}. Grade where the workspace was "
                 "built, or rebuild the workspace here with `clinaudit build`."
             )
+
+
+def _other_cpu(manifest: dict[str, Any]) -> str | None:
+    """Why a torch artifact differs with equal library versions: another CPU's kernels."""
+    training = manifest.get("training")
+    built_on = training.get("cpu_capability") if isinstance(training, dict) else None
+    if not isinstance(built_on, str):
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    here = torch.backends.cpu.get_cpu_capability()
+    if here == built_on:
+        return None
+    return (
+        f"the workspace's model was trained where torch used {built_on} kernels and this "
+        f"machine uses {here}; float32 training differs in the last bits between them "
+        f"(set ATEN_CPU_CAPABILITY={built_on.lower()} here if this CPU supports it)"
+    )

@@ -28,8 +28,11 @@ from pytest_clinaudit.catalog.reader import read_dataset as _read_dataset
 from pytest_clinaudit.catalog.reader import read_toml as _read_toml
 from pytest_clinaudit.reference.attacks.params import (
     ALL_SEMANTICS,
+    RETIRED_SEMANTICS,
     SEMANTICS,
     SEMANTICS_WHITE_BOX,
+    STRONG_PGD_MIN_RESTARTS,
+    STRONG_PGD_MIN_STEPS,
     AuditParams,
     BoundaryParams,
     CalibrationParams,
@@ -137,8 +140,7 @@ def _check_ranges(reader: _Reader, params: AuditParams, tolerance: Tolerance) ->
     """Values a record's types cannot express: sizes, probabilities, sums."""
     f, m, c, b = params.fgsm, params.membership_inference, params.calibration, params.boundary
     _positive(reader, "fgsm", n_samples=f.n_samples)
-    if f.pgd_steps is not None:
-        _positive(reader, "fgsm", pgd_steps=f.pgd_steps)
+    _check_strong_pgd(reader, f)
     _positive(reader, "fgsm.surrogate", C=f.surrogate.C, max_iter=f.surrogate.max_iter)
     _positive(
         reader,
@@ -175,6 +177,27 @@ def _check_ranges(reader: _Reader, params: AuditParams, tolerance: Tolerance) ->
     )
     if tolerance.sps_partial < tolerance.sps:
         raise reader.error("tolerance.sps_partial", "must be at least tolerance.sps")
+
+
+def _check_strong_pgd(reader: _Reader, f: FGSMParams) -> None:
+    """SPEC §7.3: white-box variants run the strong PGD, >= 50 steps and >= 5 restarts."""
+    for key, value, least in (
+        ("pgd_steps", f.pgd_steps, STRONG_PGD_MIN_STEPS),
+        ("pgd_restarts", f.pgd_restarts, STRONG_PGD_MIN_RESTARTS),
+    ):
+        if value is None:
+            if f.white_box:
+                raise reader.error(
+                    "fgsm",
+                    f"missing key {key!r} (white-box FGSM reports the strong PGD of "
+                    f"SPEC §7.3: at least {least})",
+                )
+        elif f.white_box and value < least:
+            raise reader.error(f"fgsm.{key}", f"must be at least {least} (SPEC §7.3), got {value}")
+        else:
+            _positive(reader, "fgsm", **{key: value})
+    if (f.pgd_steps is None) != (f.pgd_restarts is None):
+        raise reader.error("fgsm", "pgd_steps and pgd_restarts go together: set both or neither")
 
 
 def _read_model(reader: _Reader, table: Any) -> ModelRecipe | MLPRecipe:
@@ -275,6 +298,12 @@ def _read_variant(path: Path) -> AnyVariant:
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         raise reader.error("aliases", f"expected an array of strings, got {_describe(aliases)}")
     semantics = reader.value(document, "semantics", str, "")
+    if semantics in RETIRED_SEMANTICS:
+        raise reader.error(
+            "semantics",
+            f"{semantics!r} is retired: {RETIRED_SEMANTICS[semantics]}; white-box variants "
+            f"are {SEMANTICS_WHITE_BOX!r} now (set fgsm.pgd_steps and fgsm.pgd_restarts too)",
+        )
     if semantics not in ALL_SEMANTICS:
         raise reader.error(
             "semantics",

@@ -91,6 +91,12 @@ def register(sub: Any) -> None:
     own.add_argument(
         "--no-lira", action="store_true", help="skip LiRA (it refits the model four times)"
     )
+    own.add_argument(
+        "--recipe",
+        metavar="VARIANT",
+        help="for a torch .pt2 model: the variant whose MLP recipe trained it, so that LiRA "
+        "can refit its shadow models (a .pt2 file carries no recipe of its own)",
+    )
     audit.set_defaults(handler=_cmd_audit)
 
 
@@ -126,6 +132,21 @@ def format_summary(title: str, report: dict[str, Any]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def _json_safe(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` unchanged when it is strict JSON; else with every undefined number null.
+
+    The own-data report is made strict by the audit itself; this is the net under
+    every other report, so that ``--out`` never fails on a NaN.
+    """
+    try:
+        json.dumps(report, allow_nan=False)
+    except ValueError:
+        from pytest_clinaudit.reference.review.jsonready import json_ready
+
+        return json_ready(report, {})
+    return report
+
+
 def _write_report(report: dict[str, Any], out: Path | None) -> None:
     from pytest_clinaudit.files import write_json_atomic
 
@@ -135,6 +156,7 @@ def _write_report(report: dict[str, Any], out: Path | None) -> None:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from pytest_clinaudit.reference.data import DataError
+    from pytest_clinaudit.reference.models import ModelError
 
     progress = progress_printer(args.quiet)
     owner_flags = {
@@ -179,6 +201,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     except (CLIError, VariantError, DataError, InputError) as exc:
         print(f"clinaudit audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ModelError as exc:
+        # The contract asked the model about a sample; here it failed on rows the
+        # attacks made (perturbed or walked ones). Still one line, still exit 2.
+        print(f"clinaudit audit: error: the model failed during the audit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    report = _json_safe(report)
     _write_report(report, args.out)
     if args.html is not None:
         from pytest_clinaudit.owner.page import write_audit_html
@@ -219,6 +247,11 @@ def _audit_own_model(
             file=sys.stderr,
         )
     files = {"train": args.train, "test": args.test, "label": args.label}
+    if args.recipe is not None and (args.params is not None or model_path.suffix != ".pt2"):
+        raise CLIError(
+            "--recipe names the torch recipe of a .pt2 model for the own-data audit's LiRA; "
+            "scikit-learn models are refitted through sklearn.base.clone"
+        )
     if args.params is None:
         import dataclasses
 
@@ -235,6 +268,7 @@ def _audit_own_model(
             **files,
             positive_class=args.positive_class,
             params=params,
+            recipe=None if args.recipe is None else _torch_recipe(args, args.recipe),
             progress=progress,
         )
         return report, f"{model_path.name} (profile own-data)"
@@ -256,3 +290,14 @@ def _audit_own_model(
         progress=progress,
     )
     return report, f"{model_path.name} (parameters: {spec})"
+
+
+def _torch_recipe(args: argparse.Namespace, name: str) -> Any:
+    """The MLP recipe of variant ``name`` (``--recipe``), refused unless it is a torch one."""
+    catalog = catalog_from(args)
+    if name not in catalog:
+        raise CLIError(f"--recipe {name!r} is not a variant ({', '.join(catalog.names())})")
+    variant = catalog.get(name)
+    if not variant.is_torch:
+        raise CLIError(f"--recipe {name!r} is not a torch variant; its model is not an MLP")
+    return variant.model

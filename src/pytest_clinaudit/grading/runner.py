@@ -1,22 +1,41 @@
-"""Run one grading session in a fresh pytest process and read its score.
+"""Start grading sessions in fresh pytest processes: their arguments, and running one.
 
-The METR and Inspect adapters and ``clinaudit grade-many`` grade through this
-function, so every route to a score is the same pytest session a grader runs by
-hand: ``pytest --submission FILE --variant NAME``. The session runs in an empty
-directory, so no project's conftest.py or pytest configuration can change it.
+Every route to a score from outside a pytest run is the session a grader runs by
+hand, ``pytest --submission FILE --variant NAME``: :func:`grade` (the METR task
+family, the Inspect scorer) and both executors of ``clinaudit grade-many``.
+:func:`session_args` is the one place that argument list is written, from the
+flag constants of :mod:`~pytest_clinaudit.grading.options`; :func:`run_session`
+is the one place such a session is started, as ``python -m pytest`` in a fresh
+empty directory, so no project's conftest.py or pytest configuration can change
+it. (The fork executor runs the same arguments with ``pytest.main`` in a forked
+child, also in a fresh empty directory.)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
+
+from pytest_clinaudit.grading import options
+
+OUTPUT_TAIL = 4000
+"""Characters of a session's terminal output kept: enough for pytest's usage errors."""
+JUNIT_XML = "--junitxml"
+"""pytest's own flag for the JUnit XML (it carries the grade as suite properties)."""
+ISOLATED = ("-p", "no:cacheprovider", "-q", "-c", os.devnull, "--rootdir", ".")
+"""No cache folder, no configuration file, and the (empty) working directory as rootdir:
+otherwise pytest finds a rootdir and an ini file from the submission's path, and a
+submission stored inside a project would be graded under that project's addopts and
+warning filters."""
 
 
 def plugin_arguments() -> list[str]:
@@ -29,12 +48,12 @@ def plugin_arguments() -> list[str]:
     return [] if installed else ["-p", "pytest_clinaudit.plugin"]
 
 
-def grade_command(
+def session_args(
     submission: Path,
     variant: str,
     *,
     score_json: Path,
-    profile: str = "strict",
+    profile: str = options.DEFAULT_PROFILE,
     manifest: Path | None = None,
     junit_xml: Path | None = None,
     cache_dir: Path | None = None,
@@ -43,44 +62,106 @@ def grade_command(
     meta: Mapping[str, str] | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """The pytest command line of one grading session, to run in an empty directory."""
-    # No configuration file, and the (empty) working directory as rootdir: otherwise
-    # pytest finds one from the submission's path, and a submission stored inside a
-    # project would be graded under that project's addopts and warning filters.
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
+    """pytest's arguments for grading ``submission`` (no interpreter), to run in an empty directory.
+
+    :func:`run_session` runs them as ``python -m pytest``; the fork executor
+    passes them to ``pytest.main``.
+    """
+    args = [
         *plugin_arguments(),
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        "-c",
-        os.devnull,
-        "--rootdir",
-        ".",
-        "--submission",
+        *ISOLATED,
+        options.SUBMISSION,
         str(submission),
-        "--variant",
+        options.VARIANT,
         variant,
-        "--clinaudit-profile",
+        options.PROFILE,
         profile,
-        "--clinaudit-score-json",
+        options.SCORE_JSON,
         str(score_json),
     ]
     if manifest is not None:
-        command += ["--clinaudit-manifest", str(manifest)]
+        args += [options.MANIFEST, str(manifest)]
     if junit_xml is not None:
-        command += ["--junitxml", str(junit_xml)]
+        args += [JUNIT_XML, str(junit_xml)]
     if cache_dir is not None:
-        command += ["--clinaudit-cache-dir", str(cache_dir)]
+        args += [options.CACHE_DIR, str(cache_dir)]
     for directory in variants_dirs:
-        command += ["--clinaudit-variants-dir", str(directory)]
+        args += [options.VARIANTS_DIR, str(directory)]
     if mimic_dir is not None:
-        command += ["--clinaudit-mimic-dir", str(mimic_dir)]
+        args += [options.MIMIC_DIR, str(mimic_dir)]
     for key, value in (meta or {}).items():
-        command += ["--clinaudit-meta", f"{key}={value}"]
-    return [*command, *extra]
+        args += [options.META, f"{key}={value}"]
+    return [*args, *extra]
+
+
+def output_tail(text: str | bytes | None) -> str:
+    """The last :data:`OUTPUT_TAIL` characters of a session's output (bytes decoded leniently)."""
+    if text is None:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return text[-OUTPUT_TAIL:]
+
+
+@dataclasses.dataclass(frozen=True)
+class Finished:
+    """How a session ended.
+
+    Attributes
+    ----------
+    exit_code
+        pytest's exit status; ``None`` when the session did not end by itself
+        (``problem`` says why: a timeout, a dead worker).
+    output
+        The last :data:`OUTPUT_TAIL` characters of its terminal output
+        (stdout and stderr as they were interleaved).
+    seconds
+        Wall-clock time of the session.
+    problem
+        Why the session has no exit status; empty when it has one.
+    """
+
+    exit_code: int | None
+    output: str
+    seconds: float
+    problem: str = ""
+
+
+def run_session(
+    args: Sequence[str], *, timeout: float | None, env: Mapping[str, str] | None = None
+) -> Finished:
+    """Run ``python -m pytest *args`` in a fresh empty directory; never raises for the session.
+
+    Parameters
+    ----------
+    args
+        From :func:`session_args`.
+    timeout
+        Seconds before the session is killed and reported as timed out; ``None``: no limit.
+    env
+        The session's environment; default: this process's.
+    """
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="clinaudit-grade-") as scratch:
+        try:
+            result = subprocess.run(
+                [sys.executable, "-m", "pytest", *args],
+                cwd=scratch,
+                env=None if env is None else dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            return Finished(
+                None,
+                output_tail(exc.output),
+                time.perf_counter() - start,
+                f"timed out after {timeout:g} s",
+            )
+    return Finished(result.returncode, output_tail(result.stdout), time.perf_counter() - start)
 
 
 def grade(
@@ -89,40 +170,35 @@ def grade(
     *,
     timeout: float | None = 600,
     env: Mapping[str, str] | None = None,
-    **options: Any,
+    score_json: Path | None = None,
+    **session: Any,
 ) -> dict[str, Any]:
     """Grade ``submission`` in a fresh pytest process; returns the score JSON document.
+
+    ``session`` holds the other keywords of :func:`session_args`; the score
+    JSON goes to ``score_json`` if given, else to a temporary file. The
+    document gets the session's pytest ``exit_status``.
 
     Raises
     ------
     RuntimeError
-        The session wrote no score (a usage error such as an unknown variant,
-        or a crash); the message carries pytest's output.
+        The session wrote no score (a usage error such as an unknown variant, a
+        crash, or more than ``timeout`` seconds); the message carries pytest's output.
     """
     with tempfile.TemporaryDirectory(prefix="clinaudit-grade-") as scratch:
-        score_json = Path(options.pop("score_json", None) or Path(scratch) / "score.json")
-        command = grade_command(
-            Path(submission).absolute(), variant, score_json=score_json, **options
-        )
-        result = subprocess.run(
-            command,
-            cwd=scratch,
-            env=dict(env) if env is not None else dict(os.environ),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        if not score_json.exists():
-            output = (result.stdout + result.stderr).strip()[-2000:]
+        score_path = Path(score_json or Path(scratch) / "score.json")
+        args = session_args(Path(submission).absolute(), variant, score_json=score_path, **session)
+        finished = run_session(args, timeout=timeout, env=env)
+        if finished.problem or not score_path.exists():
+            status = finished.problem or f"exit {finished.exit_code}"
+            output = finished.output.strip()[-2000:]
             raise RuntimeError(
-                f"grading {submission} as {variant} wrote no score "
-                f"(exit {result.returncode}):\n{output}"
+                f"grading {submission} as {variant} wrote no score ({status}):\n{output}"
             )
-        document: dict[str, Any] = json.loads(score_json.read_text(encoding="utf-8"))
+        document: dict[str, Any] = json.loads(score_path.read_text(encoding="utf-8"))
     if document.get("error"):
         # A usage error (unknown variant, missing data, manifest mismatch): not graded,
         # which is neither a zero nor "no submission".
         raise RuntimeError(f"grading {submission} as {variant} failed: {document['error']}")
-    document["exit_status"] = result.returncode
+    document["exit_status"] = finished.exit_code
     return document

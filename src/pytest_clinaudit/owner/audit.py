@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_clinaudit.owner.inputs import load_own_model, read_own_data
+from pytest_clinaudit.owner.inputs import read_own_data
+from pytest_clinaudit.owner.model import load_own_model
 
 if TYPE_CHECKING:
     from pytest_clinaudit.reference.attacks.params import AuditParams
@@ -35,9 +36,20 @@ def _timed(progress: Progress) -> Progress:
     return say
 
 
+ATTACK_NAMES = {
+    "loss_threshold": "loss-threshold attack",
+    "shadow": "shadow-model attack",
+    "boundary_distance": "boundary-distance attack",
+}
+
+
 def membership_attacks(membership: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(name, result) of each attack with an ROC: the loss attack and LiRA's two scores."""
-    found = [("loss-threshold attack", membership["loss_threshold"])]
+    """(name, result) of each attack with an ROC: loss, shadow, boundary distance, LiRA."""
+    found = [
+        (label, membership[key])
+        for key, label in ATTACK_NAMES.items()
+        if key in membership and "auc" in membership[key]
+    ]
     lira = membership.get("lira", {})
     for side in ("online", "offline"):
         if side in lira:
@@ -48,7 +60,8 @@ def membership_attacks(membership: dict[str, Any]) -> list[tuple[str, dict[str, 
 def caveat_items(report: dict[str, Any]) -> list[tuple[str, str]]:
     """(kind, text) of what a reader must keep in mind with these numbers, from the report.
 
-    Kinds: ``sample-size``, ``ece``, ``low-fpr``, ``skipped``, ``refit``.
+    Kinds: ``sample-size``, ``ece``, ``low-fpr``, ``skipped``, ``held-fixed``,
+    ``undefined``, ``refit``.
     """
     found: list[tuple[str, str]] = []
     n = report["details"]["n"]
@@ -69,24 +82,41 @@ def caveat_items(report: dict[str, Any]) -> list[tuple[str, str]]:
             "estimates in the diagnostics are the sound ones",
         )
     )
-    for name, attack in membership_attacks(report["membership"]):
+    missing: dict[float, tuple[int, int]] = {}
+    for _, attack in membership_attacks(report["membership"]):
         for point in attack.get("low_fpr", ()):
             if not point["estimable"]:
-                found.append(
-                    (
-                        "low-fpr",
-                        f"{name}: TPR at {point['fpr']:.1%} FPR needs at least "
-                        f"{point['min_nonmembers']} non-members, there are {point['n_nonmembers']}",
-                    )
-                )
-    skipped = report["membership"].get("lira", {}).get("skipped")
-    if skipped:
-        found.append(("skipped", f"LiRA skipped: {skipped}"))
+                missing[point["fpr"]] = (point["min_nonmembers"], point["n_nonmembers"])
+    for fpr, (needed, there) in sorted(missing.items(), reverse=True):
+        found.append(
+            (
+                "low-fpr",
+                f"TPR at {fpr:.1%} FPR is not estimable: it needs {needed} non-members "
+                f"(10 allowed false positives) and the attacks had {there}",
+            )
+        )
+    for key in ("lira", "boundary_distance"):
+        skipped = report["membership"].get(key, {}).get("skipped")
+        if skipped:
+            found.append(("skipped", f"{ATTACK_NAMES.get(key, 'LiRA')} skipped: {skipped}"))
+    held = report.get("features", {}).get("held_fixed")
+    if held:
+        found.append(("held-fixed", held[0].upper() + held[1:]))
+    for path, reason in report.get("undefined", {}).items():
+        found.append(("undefined", f"{path} is undefined: {reason}"))
+    if report["robustness"]["fgsm_curve"].get("attack") == "white-box":
+        found.append(
+            (
+                "white-box",
+                "FGSM followed the model's own gradient (sps-v1-wb2's direction), not a "
+                "surrogate's signs; the robustness curve adds margin PGD",
+            )
+        )
     found.append(
         (
             "refit",
-            "intervals resample the evaluated patients with the fitted models held fixed; "
-            "they do not include retraining variability",
+            "intervals resample the evaluated patients with the fitted models and attacks held "
+            "fixed; they do not include retraining variability",
         )
     )
     return found
@@ -105,14 +135,19 @@ def audit_own_model(
     label: str,
     positive_class: str | None,
     params: OwnDataParams | None = None,
+    recipe: Any = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The own-data audit of a model file on two CSV files: the report as a JSON-ready dict.
+
+    ``recipe`` is the torch MLP recipe that trained a ``.pt2`` program, for LiRA.
 
     Raises
     ------
     pytest_clinaudit.owner.inputs.InputError
         The model or the data fails the input contract (before any attack ran).
+    pytest_clinaudit.reference.models.ModelError
+        The model failed on rows the audit asked about later (perturbed ones).
     """
     from pytest_clinaudit.reference.review.own_data import audit_own_data
 
@@ -120,9 +155,15 @@ def audit_own_model(
     say(f"reading {train} and {test}")
     data = read_own_data(train, test, label=label, positive_class=positive_class)
     say(f"loading {model_path}")
-    model = load_own_model(model_path, data)
+    model = load_own_model(model_path, data, recipe=recipe)
     result = audit_own_data(
-        model.model, data.dataset, params, fit_shadow=model.fit_shadow, progress=say
+        model.model,
+        data.dataset,
+        params,
+        categorical=data.categories.columns,
+        fit_shadow=model.fit_shadow,
+        lira_skipped=model.lira_skipped,
+        progress=say,
     )
     report = result.report()
     report["format"] = REPORT_FORMAT

@@ -1,21 +1,24 @@
-"""The input contract of an own-model audit, checked before any attack runs.
+"""The input contract of an own-model audit: the data files, checked before any attack runs.
 
 A model owner names a model file, two CSV files and a label column. Everything
 that can be wrong with them is found here and said in one line
 (:class:`InputError`), never as a traceback from deep inside an attack:
 
-- the CSV files: readable, a header row, the label column present, every other
-  column numeric (the message names *all* the offending columns), no missing or
-  infinite values, the same columns in both files;
+- the CSV files: readable, a header row, the label column present, the same
+  columns in both files, no infinite values. A column of text is *categorical*
+  and an empty (or ``NA``) cell is *missing*: both are passed to the model as
+  they are, the model asked about them on a sample of rows that shows every
+  category and every column's missing cells, and refused only if it cannot
+  take them, with its own error in one line;
 - the label: two classes at most, the positive class explicit. A numeric 0/1
   label defaults to 1 (the adverse outcome, as the task codes it); any other
   label needs ``--positive-class``;
-- the model: a kind the auditor can call (:func:`~pytest_clinaudit.reference.models.adapt_model`:
-  ``predict_proba`` estimators, called with feature names when fitted with them;
-  ``xgboost.Booster``; torch ``.pt2``), its classes holding the positive class,
-  and its answers on a few rows checked for shape, range and NaN.
+- the model (:mod:`pytest_clinaudit.owner.model`): a kind the auditor can call,
+  its classes holding the positive class, and its answers on a sample of rows
+  checked for shape, range and NaN.
 
-Reading is vectorized (NumPy's C parser), so a million-row file costs seconds.
+Reading is vectorized (NumPy's C parser), so a million-row file costs seconds;
+only a file with text or empty cells is read again column by column.
 """
 
 from __future__ import annotations
@@ -33,14 +36,16 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from pytest_clinaudit.reference.data import Dataset
-    from pytest_clinaudit.reference.models import AuditedModel
-    from pytest_clinaudit.reference.review.lira import FitShadow
+    from pytest_clinaudit.reference.models.categories import Categories
 
     FloatArray = npt.NDArray[np.float64]
 
-PROBE_ROWS = 16
-"""Rows the model answers before any attack, to check its probabilities."""
 SHOWN_COLUMNS = 6
+
+MISSING = frozenset(
+    {"", "NA", "N/A", "n/a", "NaN", "nan", "-nan", "NULL", "null", "None", "<NA>", "#N/A"}
+)
+"""Cells read as a missing value (the markers pandas' ``read_csv`` reads as missing)."""
 
 
 class InputError(ValueError):
@@ -55,8 +60,12 @@ class CSVFile:
     sha256: str
     header: tuple[str, ...]
     features: FloatArray
+    """(n, d) float64 in feature order; NaN where missing (and in text columns)."""
     labels: Any
     """The label column's values as read (strings, or numbers when all are numeric)."""
+    text: dict[int, Any] = dataclasses.field(default_factory=dict)
+    """Feature position -> that column's cells as stripped strings ("" where missing),
+    for every column that holds text."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +79,8 @@ class OwnData:
     """The label values found, as they print."""
     train: CSVFile
     test: CSVFile
+    categories: Categories
+    """The text columns, held as codes in ``dataset``."""
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -77,6 +88,7 @@ class OwnData:
             "positive_class": str(self.positive_class),
             "classes": list(self.classes),
             "features": list(self.dataset.feature_names),
+            "categorical": self.categories.summary(self.dataset.feature_names),
             "train": {
                 "path": str(self.train.path),
                 "sha256": self.train.sha256,
@@ -93,7 +105,7 @@ class OwnData:
 # ----------------------------------------------------------------------- CSV
 
 
-def _listed(names: Sequence[str]) -> str:
+def listed(names: Sequence[str]) -> str:
     shown = ", ".join(repr(n) for n in names[:SHOWN_COLUMNS])
     return shown + (f" and {len(names) - SHOWN_COLUMNS} more" if len(names) > SHOWN_COLUMNS else "")
 
@@ -115,7 +127,7 @@ def _header(path: Path) -> list[str]:
     names = [name.strip() for name in header]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
-        raise InputError(f"{path}: duplicate column names {_listed(duplicated)}")
+        raise InputError(f"{path}: duplicate column names {listed(duplicated)}")
     return names
 
 
@@ -134,57 +146,66 @@ def _load_columns(path: Path, columns: Sequence[int], dtype: Any) -> Any:
     )
 
 
-def _first_bad_cell(path: Path, column: int) -> tuple[int, str]:
-    """(line, cell) of the first cell of ``column`` that is not a number: the error path only."""
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        for line, row in enumerate(csv.reader(handle), start=1):
-            if line == 1 or not row:
-                continue
-            cell = row[column] if column < len(row) else ""
-            try:
-                float(cell)
-            except ValueError:
-                return line, cell
-    return 0, ""
+def _ragged(path: Path, header: list[str]) -> InputError:
+    return InputError(
+        f"{path}: rows have different numbers of values; every row needs one per "
+        f"header column ({len(header)})"
+    )
 
 
-def _features(path: Path, header: list[str], columns: list[int]) -> FloatArray:
+def _text_column(path: Path, header: list[str], column: int) -> Any:
+    """One column's cells as stripped strings; numbers where every present cell is one.
+
+    Returns ``(values, text)``: float64 values (NaN where missing) and, for a
+    column with a cell that is not a number, its strings ("" where missing).
+    """
     import numpy as np
 
     try:
+        cells = np.char.strip(_load_columns(path, [column], str)[:, 0].astype(str))
+    except ValueError:
+        raise _ragged(path, header) from None
+    missing = np.isin(cells, list(MISSING))
+    try:
+        values = np.where(missing, "nan", cells).astype(np.float64)
+    except ValueError:
+        return np.full(len(cells), np.nan), np.where(missing, "", cells)
+    return values, None
+
+
+def _features(
+    path: Path, header: list[str], columns: list[int]
+) -> tuple[FloatArray, dict[int, Any]]:
+    import numpy as np
+
+    text: dict[int, Any] = {}
+    try:
         X = _load_columns(path, columns, np.float64)
     except ValueError:
-        bad = []
-        for column in columns:
-            try:
-                _load_columns(path, [column], np.float64)
-            except ValueError:
-                bad.append(column)
-        if not bad:  # rows of different lengths, rather than a bad cell
-            raise InputError(
-                f"{path}: rows have different numbers of values; every row needs one per "
-                f"header column ({len(header)})"
-            ) from None
-        line, cell = _first_bad_cell(path, bad[0])
-        shown = repr(cell) if cell.strip() else "an empty cell"
-        raise InputError(
-            f"{path}: feature column{'s' if len(bad) > 1 else ''} "
-            f"{_listed([header[c] for c in bad])} {'are' if len(bad) > 1 else 'is'} not numeric "
-            f"(e.g. {shown} on line {line}); encode categories as numbers and fill missing "
-            "values before auditing"
-        ) from None
+        # Empty cells or text: read again column by column (the fast path's error
+        # does not say which column, and most columns are fine).
+        parts = []
+        for position, column in enumerate(columns):
+            values, strings = _text_column(path, header, column)
+            parts.append(values)
+            if strings is not None:
+                text[position] = strings
+        if len({len(p) for p in parts}) > 1:
+            raise _ragged(path, header) from None
+        X = np.column_stack(parts) if parts else np.zeros((0, 0))
     if X.shape[0] == 0:
         raise InputError(f"{path}: no data rows under the header")
-    finite = np.isfinite(X)
-    if not finite.all():
-        row, column = (int(i) for i in np.argwhere(~finite)[0])
+    infinite = np.isinf(X)
+    if infinite.any():
+        # A missing value is NaN and passes through; an infinite one is a broken number.
+        row, column = (int(i) for i in np.argwhere(infinite)[0])
         value, name = float(X[row, column]), header[columns[column]]
         raise InputError(
             f"{path}, line {row + 2}, column {name!r}: {value!r} is not a finite number; "
             "impute or drop it before auditing"
         )
     result: FloatArray = np.ascontiguousarray(X, dtype=np.float64)
-    return result
+    return result, text
 
 
 def _labels(path: Path, column: int, n_rows: int) -> Any:
@@ -212,21 +233,57 @@ def read_csv(path: Path, label: str) -> CSVFile:
     header = _header(path)
     if label not in header:
         raise InputError(
-            f"{path}: no label column {label!r}; the columns are {_listed(header)} "
+            f"{path}: no label column {label!r}; the columns are {listed(header)} "
             "(pass the label's column name with --label)"
         )
     column = header.index(label)
     features = [i for i in range(len(header)) if i != column]
     if not features:
         raise InputError(f"{path}: only the label column {label!r}; no features to audit")
-    X = _features(path, header, features)
+    X, text = _features(path, header, features)
     return CSVFile(
         path=path,
         sha256=sha256_file(path),
         header=tuple(header),
         features=X,
         labels=_labels(path, column, X.shape[0]),
+        text=text,
     )
+
+
+def _categorical(
+    train: CSVFile, test: CSVFile, label: str
+) -> tuple[FloatArray, FloatArray, Categories]:
+    """Both files' features with every text column coded by its sorted levels.
+
+    A column with text in either file is categorical in both (a file whose
+    cells there all look like numbers gives their text).
+    """
+    import numpy as np
+
+    from pytest_clinaudit.reference.models.categories import Categories
+
+    positions = sorted(set(train.text) | set(test.text))
+    X_train, X_test = train.features.copy(), test.features.copy()
+    levels = {}
+    names = [n for n in train.header if n != label]
+    for position in positions:
+        columns = []
+        for file in (train, test):
+            if position in file.text:
+                columns.append(file.text[position])
+            else:
+                column = file.header.index(names[position])
+                cells = _load_columns(file.path, [column], str)[:, 0].astype(str)
+                stripped = np.char.strip(cells)
+                columns.append(np.where(np.isin(stripped, list(MISSING)), "", stripped))
+        found = np.unique(np.concatenate(columns))
+        found = found[found != ""]
+        levels[position] = found.tolist()
+        for X, cells in zip((X_train, X_test), columns, strict=True):
+            codes = np.searchsorted(found, cells).astype(np.float64)
+            X[:, position] = np.where(cells == "", np.nan, codes)
+    return X_train, X_test, Categories.of(levels)
 
 
 def _shown(value: Any) -> str:
@@ -247,9 +304,9 @@ def read_own_data(train: Path, test: Path, *, label: str, positive_class: str | 
         missing = [n for n in names if n not in test_names]
         extra = [n for n in test_names if n not in names]
         what = (
-            f"lacks {_listed(missing)}"
+            f"lacks {listed(missing)}"
             if missing
-            else f"has extra columns {_listed(extra)}"
+            else f"has extra columns {listed(extra)}"
             if extra
             else "has the same columns in another order"
         )
@@ -259,19 +316,19 @@ def read_own_data(train: Path, test: Path, *, label: str, positive_class: str | 
     seen = np.concatenate([train_file.labels.astype(str), test_file.labels.astype(str)])
     classes = tuple(sorted({_shown(v) for v in np.unique(seen)}))
     if len(classes) > 2:
-        raise InputError(f"label column {label!r} is not binary: it holds {_listed(list(classes))}")
+        raise InputError(f"label column {label!r} is not binary: it holds {listed(list(classes))}")
     if positive_class is None:
         if set(classes) <= {"0", "1"}:
             positive_class = "1"
         else:
             raise InputError(
-                f"label column {label!r} holds {_listed(list(classes))}: name the positive "
+                f"label column {label!r} holds {listed(list(classes))}: name the positive "
                 "(adverse) class with --positive-class"
             )
     elif str(positive_class) not in classes:
         raise InputError(
             f"positive class {positive_class!r} does not occur in label column {label!r} "
-            f"(values: {_listed(list(classes))})"
+            f"(values: {listed(list(classes))})"
         )
     y_train = _code(train_file.labels, str(positive_class))
     y_test = _code(test_file.labels, str(positive_class))
@@ -280,16 +337,17 @@ def read_own_data(train: Path, test: Path, *, label: str, positive_class: str | 
             raise InputError(
                 f"the {split} file holds one class only; an audit needs both classes in each file"
             )
+    X_train, X_test, categories = _categorical(train_file, test_file, label)
     dataset = Dataset(
         name=train.stem,
         label=label,
         feature_names=names,
-        X_train=train_file.features,
+        X_train=X_train,
         y_train=y_train,
-        X_test=test_file.features,
+        X_test=X_test,
         y_test=y_test,
     )
-    return OwnData(dataset, positive_class, classes, train_file, test_file)
+    return OwnData(dataset, positive_class, classes, train_file, test_file, categories)
 
 
 def _code(labels: Any, positive: str) -> Any:
@@ -302,72 +360,3 @@ def _code(labels: Any, positive: str) -> Any:
 
 
 # --------------------------------------------------------------------- model
-
-
-@dataclasses.dataclass(frozen=True)
-class OwnModel:
-    """The checked model: its adapter, what it is, and (for LiRA) how to refit its recipe."""
-
-    path: Path
-    sha256: str
-    kind: str
-    model: AuditedModel
-    fit_shadow: FitShadow | None
-
-    def summary(self) -> dict[str, Any]:
-        return {"path": str(self.path), "sha256": self.sha256, "kind": self.kind}
-
-
-def load_own_model(path: Path, data: OwnData) -> OwnModel:
-    """Load the model file the owner named, adapt it to the data and probe its answers.
-
-    Unpickling runs code from the file: only ever called on the path the user
-    passed with ``--model``.
-    """
-    from pytest_clinaudit.reference import models
-
-    try:
-        raw = models.load_model_file(path)
-        model = models.adapt_model(
-            raw, feature_names=data.dataset.feature_names, positive_class=data.positive_class
-        )
-        probe = data.dataset.X_test[:PROBE_ROWS]
-        answer = model.predict_proba(probe)
-        models.check_probabilities(answer, len(probe), column=1, source="the adapted model")
-        predicted = model.predict(probe)
-        if getattr(predicted, "shape", None) != (len(probe),):
-            raise models.ModelError(
-                f"predict returned shape {getattr(predicted, 'shape', None)} for {len(probe)} rows"
-            )
-    except models.ModelError as exc:
-        raise InputError(str(exc)) from None
-    fit_shadow = None
-    if isinstance(model, models.EstimatorAdapter) and _clonable(model.estimator):
-        from pytest_clinaudit.reference.review.lira import sklearn_shadow_fitter
-
-        fit_shadow = sklearn_shadow_fitter(
-            model.estimator,
-            feature_names=data.dataset.feature_names,
-            positive_class=data.positive_class,
-        )
-    return OwnModel(path, sha256_file(path), _kind(raw), model, fit_shadow)
-
-
-def _kind(raw: Any) -> str:
-    """What the model is, for the report: ``sklearn.Pipeline``, ``torch.export program``, ..."""
-    from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
-
-    if isinstance(raw, TorchClassifier):
-        return "torch.export program"
-    return type(raw).__module__.split(".")[0] + "." + type(raw).__name__
-
-
-def _clonable(estimator: Any) -> bool:
-    """Whether scikit-learn can refit the estimator's recipe (for LiRA's shadow models)."""
-    try:
-        from sklearn.base import clone
-
-        clone(estimator)
-    except Exception:  # noqa: BLE001 - not a scikit-learn estimator: LiRA is skipped
-        return False
-    return True

@@ -12,6 +12,15 @@ from typing import Any
 
 from pytest_clinaudit.owner.audit import caveat_items, membership_attacks
 
+NO_DISTANCES: dict[str, Any] = {
+    "distances": [],
+    "median": None,
+    "quartiles": None,
+    "n_rows": 0,
+    "n_found": 0,
+}
+"""The boundary figure's data when HopSkipJump measured no row."""
+
 PAGE_WRITES_CAVEATS = ("sample-size", "ece", "low-fpr")
 """Caveat kinds the audit page states itself, from the same numbers."""
 
@@ -23,31 +32,80 @@ DIAGNOSTIC_NOTES = {
 }
 
 
+def _interval(report: dict[str, Any], name: str) -> dict[str, Any]:
+    interval: dict[str, Any] = report["uncertainty"].get("diagnostics", {}).get(name, {})
+    return {"low": interval.get("low"), "high": interval.get("high")}
+
+
+def _rms(interval: dict[str, Any]) -> dict[str, Any]:
+    """A squared error's interval on the RMS scale (a negative end means 0)."""
+    return {
+        key: None if value is None else max(0.0, value) ** 0.5 for key, value in interval.items()
+    }
+
+
+def _undefined_note(report: dict[str, Any], path: str, note: str) -> str:
+    """``note``, or why the value at ``path`` is undefined when it is."""
+    reason = report.get("undefined", {}).get(path)
+    return f"undefined: {reason}" if reason else note
+
+
 def _diagnostics(report: dict[str, Any]) -> list[dict[str, Any]]:
     d = report["diagnostics"]
     recalibration = d["recalibration"]
     rows: list[dict[str, Any]] = [
-        {"label": "AUROC (all test rows)", "value": d["auroc"], "note": DIAGNOSTIC_NOTES["auroc"]},
-        {"label": "Brier score", "value": d["brier"], "note": DIAGNOSTIC_NOTES["brier"]},
+        {
+            "label": "AUROC (all test rows)",
+            "value": d["auroc"],
+            **_interval(report, "auroc"),
+            "note": _undefined_note(report, "diagnostics.auroc", DIAGNOSTIC_NOTES["auroc"]),
+        },
+        {
+            "label": "Brier score",
+            "value": d["brier"],
+            **_interval(report, "brier"),
+            "note": DIAGNOSTIC_NOTES["brier"],
+        },
+        {
+            "label": "Task ECE (the calibration component's)",
+            "value": d["ece_task"],
+            **_interval(report, "ece"),
+            "digits": 4,
+            "note": "10 equal-width bins, the task's quirks included",
+        },
         {
             "label": "Calibration slope",
             "value": recalibration["slope"],
             "digits": 2,
-            "note": DIAGNOSTIC_NOTES["slope"],
+            "note": recalibration.get("reason") or DIAGNOSTIC_NOTES["slope"],
         },
         {
             "label": "Calibration intercept",
             "value": recalibration["intercept"],
             "digits": 2,
-            "note": DIAGNOSTIC_NOTES["intercept"],
+            "note": recalibration.get("reason") or DIAGNOSTIC_NOTES["intercept"],
         },
         {
             "label": "Debiased L2 calibration error",
             "value": d["debiased_l2"]["rms"],
+            **_rms(_interval(report, "debiased_l2")),
             "digits": 4,
-            "note": "Kumar et al. 2019, equal-mass bins",
+            "note": "Kumar et al. 2019, equal-mass bins; a one-row bin counts 0; the interval "
+            "is the squared error's, as an RMS",
         },
     ]
+    component = report["membership"]["component"]
+    chosen = ", ".join(f"{name} in {n} of {component['folds']} folds"
+                       for name, n in component["attacks_chosen"].items())  # fmt: skip
+    rows.append(
+        {
+            "label": "Membership advantage (TPR − FPR)",
+            "value": component["advantage"],
+            "note": f"0: no better than chance; the component is 1 − this. TPR "
+            f"{component['tpr']:.3f} on {component['n_members']} members, FPR "
+            f"{component['fpr']:.3f} on {component['n_nonmembers']} non-members; {chosen}",
+        }
+    )
     for name, attack in membership_attacks(report["membership"]):
         interval = attack.get("auc_interval") or {}
         rows.append(
@@ -64,51 +122,53 @@ def _diagnostics(report: dict[str, Any]) -> list[dict[str, Any]]:
                 {
                     "label": f"Membership TPR at {point['fpr']:.1%} FPR, {name}",
                     "value": point["tpr"] if point["estimable"] else None,
-                    "note": "members found while that share of non-members is accused"
+                    "low": point.get("tpr_low"),
+                    "high": point.get("tpr_high"),
+                    "note": "members found while that share of non-members is accused "
+                    "(Clopper-Pearson interval)"
                     if point["estimable"]
-                    else f"needs at least {point['min_nonmembers']} non-members; "
-                    f"this audit has {point['n_nonmembers']}",
+                    else f"{point['reason']}; this audit has {point['n_nonmembers']}",
                 }
             )
-    distance = report["robustness"]["distance"]
+    distance = report["robustness"]["distance"] or {}
     rows.append(
         {
             "label": "Median minimal flipping distance (HopSkipJump)",
-            "value": distance["median"],
-            "note": "training standard deviations (L2); lower: a smaller change flips the class",
+            "value": distance.get("median"),
+            "note": _undefined_note(
+                report,
+                "robustness.distance.median",
+                "training standard deviations (L2); lower: a smaller change flips the class",
+            ),
         }
     )
     return rows
 
 
 def _adversarial(report: dict[str, Any]) -> dict[str, Any]:
-    surrogate = sorted(report["robustness"]["fgsm_curve"], key=lambda point: point["epsilon"])
+    curve = report["robustness"]["fgsm_curve"]
+    order = sorted(range(len(curve["epsilon"])), key=lambda i: curve["epsilon"][i])
+    epsilons = [curve["epsilon"][i] for i in order]
+    white_box = curve["attack"] == "white-box"
     curves: list[dict[str, Any]] = [
         {
-            "name": "FGSM (surrogate's signs)",
-            "epsilon": [point["epsilon"] for point in surrogate],
-            "auroc": [point["auroc"] for point in surrogate],
+            "name": "FGSM (model's own gradient)" if white_box else "FGSM (surrogate's signs)",
+            "epsilon": epsilons,
+            "auroc": [curve["fgsm_auroc"][i] for i in order],
         }
     ]
-    white_box = report["robustness"].get("white_box")
     if white_box:
-        order = sorted(range(len(white_box["epsilon"])), key=lambda i: white_box["epsilon"][i])
-        epsilons = [white_box["epsilon"][i] for i in order]
-        curves += [
+        curves.append(
             {
-                "name": "FGSM (model's own gradient)",
+                "name": f"margin PGD ({curve['pgd_steps']} steps, "
+                f"{curve['pgd_restarts']} restarts)",
                 "epsilon": epsilons,
-                "auroc": [white_box["fgsm_auroc"][i] for i in order],
-            },
-            {
-                "name": f"PGD ({white_box['pgd_steps']} steps)",
-                "epsilon": epsilons,
-                "auroc": [white_box["pgd_auroc"][i] for i in order],
-            },
-        ]
+                "auroc": [curve["pgd_auroc"][i] for i in order],
+            }
+        )
     return {
         "curves": curves,
-        "clean_auroc": report["details"]["auroc_clean"],
+        "clean_auroc": curve["clean_auroc"],
         "audited_epsilon": report["parameters"]["epsilon"],
         "epsilon_unit": "training standard deviations",
     }
@@ -169,7 +229,7 @@ def audit_page_context(report: dict[str, Any], *, title: str | None = None) -> d
             "membership": [attack for _, attack in membership_attacks(report["membership"])],
             "adversarial": _adversarial(report),
             "boundary": {
-                **report["robustness"]["distance"],
+                **(report["robustness"]["distance"] or NO_DISTANCES),
                 "unit": "training standard deviations",
             },
         },

@@ -26,10 +26,11 @@ parameters : mapping
 uncertainty : mapping
     As :meth:`pytest_clinaudit.reference.review.uncertainty.BootstrapResult.as_dict`:
     ``n_boot``, ``level`` (0.95), ``components`` ({component: {``point``,
-    ``low``, ``high``}}), ``sps`` ({``point``, ``low``, ``high``}), ``verdict``,
-    ``verdict_change_probability`` (share of resamples whose verdict differs),
-    ``verdict_distribution`` ({verdict: share of resamples}); optional ``seed``,
-    ``method``.
+    ``low``, ``high``, optional ``bias``}}), ``sps`` ({``point``, ``low``,
+    ``high``, optional ``bias``}), ``verdict``, ``verdict_change_probability``
+    (the BCa confidence that the SPS lies outside the verdict's band),
+    ``verdict_distribution`` ({verdict: BCa confidence of its band}); optional
+    ``seed``, ``method``.
 weights : mapping
     Component -> its weight in the SPS (they sum to 1).
 thresholds : mapping
@@ -165,6 +166,11 @@ def _fixed(value: Any, digits: int = 3) -> str:
     return "-" if number is None else f"{number:.{digits}f}"
 
 
+def _signed(value: Any, digits: int = 4) -> str:
+    number = finite(value)
+    return "-" if number is None else f"{number:+.{digits}f}"
+
+
 def _percent(value: Any, digits: int = 1) -> str:
     number = finite(value)
     return "-" if number is None else f"{100 * number:.{digits}f}%"
@@ -224,6 +230,7 @@ def _components(context: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "point_value": point,
                 "interval": f"{_fixed(interval.get('low'), 4)} – {_fixed(interval.get('high'), 4)}",
                 "bar": _interval_bar(point, interval.get("low"), interval.get("high"), 1.0),
+                "bias": _signed(interval.get("bias"), 4),
                 "weight": _fixed(weight, 2),
                 "contribution": "-"
                 if point is None or weight is None
@@ -287,8 +294,8 @@ def _caveats(context: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[str
                 caveats.append(
                     f"{attack['name']}: the true-positive rate at {_percent(point['fpr'], 1)} "
                     f"false positives is not estimable: it needs at least "
-                    f"{point['min_nonmembers']} non-members, and this audit had "
-                    f"{point['n_nonmembers']}."
+                    f"{point['min_nonmembers']} non-members (ten allowed false positives), and "
+                    f"this audit had {point['n_nonmembers']}."
                 )
     caveats.append(
         f"The task's ECE. The calibration component is computed from the task's ECE on "

@@ -26,8 +26,9 @@ def example_audit_context(*, model_name: str = "sepsis-risk-xgb v3") -> dict[str
     """
     import numpy as np
 
-    from pytest_clinaudit.reference.attacks.privacy import attack_result
+    from pytest_clinaudit.reference.attacks.privacy import LOW_FPRS, attack_result
     from pytest_clinaudit.reference.review.diagnostics import reliability_bins
+    from pytest_clinaudit.reference.review.lowfpr import attack_record, low_fpr_point
 
     rng = np.random.RandomState(42)
     # Test labels and slightly over-confident probabilities (a logit stretched by 1.4).
@@ -51,18 +52,32 @@ def example_audit_context(*, model_name: str = "sepsis-risk-xgb v3") -> dict[str
         "boundary_attack_resistance": 0.20,
     }
     components = {
-        "fgsm_robustness": {"point": 0.8712, "low": 0.8123, "high": 0.9208, "n_undefined": 0},
+        "fgsm_robustness": {
+            "point": 0.8712,
+            "low": 0.8123,
+            "high": 0.9208,
+            "bias": -0.0031,
+            "n_undefined": 0,
+        },
         "membership_inference_resistance": {
             "point": 0.9035,
             "low": 0.8421,
             "high": 0.9561,
+            "bias": -0.0112,
             "n_undefined": 0,
         },
-        "calibration_ece": {"point": 0.5500, "low": 0.1480, "high": 0.8410, "n_undefined": 0},
+        "calibration_ece": {
+            "point": 0.5500,
+            "low": 0.2480,
+            "high": 0.8910,
+            "bias": -0.0874,
+            "n_undefined": 0,
+        },
         "boundary_attack_resistance": {
             "point": 0.7833,
             "low": 0.6833,
             "high": 0.8667,
+            "bias": 0.0004,
             "n_undefined": 0,
         },
     }
@@ -116,9 +131,15 @@ def example_audit_context(*, model_name: str = "sepsis-risk-xgb v3") -> dict[str
             "n_boot": 1000,
             "seed": 42,
             "level": 0.95,
-            "method": "percentile bootstrap; test rows resampled jointly, members separately",
+            "method": "BCa bootstrap; test rows resampled jointly, members separately",
             "components": components,
-            "sps": {"point": round(sps, 2), "low": 70.41, "high": 86.96, "n_undefined": 0},
+            "sps": {
+                "point": round(sps, 2),
+                "low": 70.41,
+                "high": 86.96,
+                "bias": -1.21,
+                "n_undefined": 0,
+            },
             "verdict": verdict,
             "verdict_change_probability": 0.214,
             "verdict_distribution": {
@@ -188,13 +209,8 @@ def example_audit_context(*, model_name: str = "sepsis-risk-xgb v3") -> dict[str
             },
             {
                 "label": "Membership TPR at 1% FPR (LiRA)",
-                "value": lira.tpr_at(0.01).tpr,
-                "note": "members found while 1% of non-members are accused",
-            },
-            {
-                "label": "Membership TPR at 0.1% FPR (LiRA)",
-                "value": lira.tpr_at(0.001).tpr,
-                "note": f"needs at least 1000 non-members; this audit has {N_TEST}",
+                "value": low_fpr_point(member_lira, nonmember_lira, 0.01).tpr,
+                "note": f"not estimable: needs 1000 non-members; this audit has {N_TEST}",
             },
         ],
         "figures": {
@@ -202,7 +218,10 @@ def example_audit_context(*, model_name: str = "sepsis-risk-xgb v3") -> dict[str
                 "bins": reliability_bins(y, p, n_bins=15).as_dict(),
                 "task_bins": reliability_bins(y, p, n_bins=10, strategy="uniform").as_dict(),
             },
-            "membership": [loss.as_dict(), lira.as_dict()],
+            "membership": [
+                attack_record(loss, LOW_FPRS),
+                attack_record(lira, LOW_FPRS),
+            ],
             "adversarial": {
                 "curves": [
                     {

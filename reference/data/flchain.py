@@ -1,0 +1,143 @@
+"""FLCHAIN: 5-year mortality of the Mayo Clinic serum free light chain study (real patients).
+
+7,874 residents of Olmsted County, Minnesota, aged 50 or more, who gave a blood
+sample between 1995 and 2003 (Dispenzieri et al. 2012), followed for death.
+scikit-survival ships the table (``sksurv.datasets.load_flchain``, from R's
+``survival`` package); see docs/flchain-datacard.md for the card.
+
+Prognosis: death within 5 years (1,826 days) of the blood sample, made at the
+sample. Encoding (clinical units; the data dictionary is :data:`COLUMNS`):
+``sex`` F/M becomes ``sex_male`` 1/0, ``mgus`` no/yes becomes 0/1,
+``sample.yr`` and ``flc.grp`` become the numbers they name. ``creatinine`` is
+missing for 1,350 subjects: imputed with the training median plus the
+indicator ``creatinine_missing`` (:mod:`.cohort`). ``chapter``, the ICD-9
+chapter of the cause of death, exists only for those who died: it is recorded
+after the outcome and is never a feature of a standard variant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .cohort import Cohort, Column, Subgroup, cohort_fingerprint, prepare, sksurv_loader
+from .dataset import Dataset, LoadContext
+
+NAME = "flchain"
+LABEL = "death_5y"
+HORIZON_DAYS = 1826
+"""5 years of 365.25 days, rounded down to whole days (follow-up is counted in days)."""
+
+_AT_SAMPLE = "at the blood sample (baseline)"
+
+COLUMNS = (
+    Column("age", "age in years", _AT_SAMPLE, "age"),
+    Column("sex_male", "sex: 1 = male, 0 = female", _AT_SAMPLE, "sex"),
+    Column("sample_yr", "calendar year of the blood sample, 1995-2003", _AT_SAMPLE, "sample.yr"),
+    Column("kappa", "serum free light chain, kappa portion, mg/dL", _AT_SAMPLE, "kappa"),
+    Column("lambda", "serum free light chain, lambda portion, mg/dL", _AT_SAMPLE, "lambda"),
+    Column(
+        "flc_grp",
+        "free light chain group 1-10 (deciles of kappa + lambda in the original analysis)",
+        _AT_SAMPLE,
+        "flc.grp",
+    ),
+    Column(
+        "creatinine",
+        "serum creatinine, mg/dL; missing where it was not measured",
+        _AT_SAMPLE,
+        "creatinine",
+    ),
+    Column(
+        "mgus",
+        "diagnosed with monoclonal gammopathy of undetermined significance: 1 = yes, 0 = no",
+        _AT_SAMPLE,
+        "mgus",
+    ),
+)
+"""The raw features, in scikit-survival's file order."""
+
+POST_OUTCOME_COLUMNS = (
+    Column(
+        "chapter",
+        "ICD-9 chapter of the primary cause of death (text); empty for those alive at last contact",
+        "at death, after the outcome (death certificate)",
+        "chapter",
+        post_outcome=True,
+    ),
+)
+
+IMPUTED = ("creatinine",)
+
+SUBGROUPS = (
+    Subgroup("age 50-64", "age", 50.0, 65.0),
+    Subgroup("age 65-79", "age", 65.0, 80.0),
+    Subgroup("age >= 80", "age", 80.0, float("inf")),
+    Subgroup("female", "sex_male", 0.0, 0.5),
+    Subgroup("male", "sex_male", 0.5, float("inf")),
+)
+"""The cohort's age bands (everyone is 50 or older) and sexes."""
+
+
+def load_flchain_cohort(
+    *,
+    label: str = LABEL,
+    horizon_days: float = HORIZON_DAYS,
+    test_size: float = 0.2,
+    split_seed: int = 42,
+) -> Cohort:
+    """FLCHAIN labelled, split, imputed and z-scored (:func:`.cohort.prepare`), with its raw rows.
+
+    Raises
+    ------
+    DataError
+        scikit-survival is not installed (one line naming the extra), or a
+        setting is impossible.
+    """
+    import numpy as np
+
+    frame, outcome = sksurv_loader("load_flchain", NAME)()
+    as_number = {"sample.yr": int, "flc.grp": int}
+    encoded = []
+    for column in COLUMNS:
+        values = frame[column.source]
+        if column.source == "sex":
+            encoded.append((values == "M").to_numpy(dtype=np.float64))
+        elif column.source == "mgus":
+            encoded.append((values == "yes").to_numpy(dtype=np.float64))
+        elif column.source in as_number:
+            encoded.append(values.astype(str).astype(int).to_numpy(dtype=np.float64))
+        else:
+            encoded.append(values.to_numpy(dtype=np.float64, na_value=np.nan))
+    chapter = tuple("" if isinstance(v, float) else str(v) for v in frame["chapter"].astype(object))
+    return prepare(
+        name=NAME,
+        label=label,
+        columns=COLUMNS,
+        post_outcome_columns=POST_OUTCOME_COLUMNS,
+        X=np.column_stack(encoded),
+        time=np.asarray(outcome["futime"], dtype=np.float64),
+        event=np.asarray(outcome["death"], dtype=np.bool_),
+        post_outcome={"chapter": chapter},
+        horizon_days=horizon_days,
+        imputed=IMPUTED,
+        subgroups=SUBGROUPS,
+        test_size=test_size,
+        split_seed=split_seed,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class FLChainSource:
+    """FLCHAIN from scikit-survival as a variant's ``[dataset]`` (``source = "flchain"``)."""
+
+    label: str
+    horizon_days: int
+    test_size: float
+    split_seed: int
+
+    def load(self, context: LoadContext) -> Dataset:
+        return load_flchain_cohort(**dataclasses.asdict(self)).dataset
+
+    def fingerprint(self, context: LoadContext) -> dict[str, Any]:
+        return cohort_fingerprint(NAME, dataclasses.asdict(self))
