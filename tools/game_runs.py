@@ -32,13 +32,22 @@ def seeds(text: str) -> list[int]:
     return found
 
 
-def build(out: Path, seed: int) -> Path:
+def build(out: Path, seed: int) -> Path | None:
+    """The instance's folder, built unless it exists; ``None`` when the build fails (every
+    attempt ambiguous): the other seeds still run, and the tables say which failed."""
     root = out / "instances" / f"{GAME}-{seed}"
     if not (root / "grader" / "manifest.json").is_file():
         command = ["clinaudit", "build", "--variant", GAME, "--seed", str(seed), "--out", str(root)]
         start = time.perf_counter()
-        subprocess.run(command, check=True)
-        print(f"built instance {seed} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        result = subprocess.run(command, check=False)
+        seconds = time.perf_counter() - start
+        record = {"seed": seed, "seconds": round(seconds, 1), "returncode": result.returncode}
+        with (out / "builds.jsonl").open("a", encoding="utf-8") as log:
+            log.write(json.dumps(record) + "\n")
+        if result.returncode != 0:
+            print(f"instance {seed}: the build failed after {seconds:.0f} s", file=sys.stderr)
+            return None
+        print(f"built instance {seed} in {seconds:.0f} s", file=sys.stderr)
     return root
 
 
@@ -123,8 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     reports = args.out / "reports"
     reports.mkdir(parents=True, exist_ok=True)
     rows = []
+    built: list[int] = []
     for seed in args.seeds:
         root = build(args.out, seed)
+        if root is None:
+            continue
+        built.append(seed)
         for agent in agents:
             report = run_agent(root, agent, reports, seed)
             rows.append(
@@ -136,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
                     "run": str(seed),
                 }
             )
+    if not rows:
+        print("no instance built", file=sys.stderr)
+        return 1
     batch = args.out / "batch.jsonl"
     batch.write_text("".join(json.dumps(row) + "\n" for row in rows))
     graded = args.out / "graded"
@@ -157,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         check=False,
     )
     print("## Defining measurements\n")
-    print(measurement_table(args.out, args.seeds))
+    print(measurement_table(args.out, built))
+    failed = sorted(set(args.seeds) - set(built))
+    if failed:
+        print(f"\nInstances whose build failed: {', '.join(map(str, failed))}")
     report_md = args.out / "report" / "report.md"
     if report_md.is_file():
         text = report_md.read_text()
