@@ -55,11 +55,17 @@ COHORT_TASKS = {
     "whas500_baseline": "whas500-baseline",
     "whas500_hardened": "whas500-hard",
 }
+# The FLCHAIN torch family: offered when requirements.txt installs both torch and
+# scikit-survival.
+COHORT_TORCH_TASKS = {
+    f"flchain_mlp{suffix}": f"flchain-mlp{suffix.replace('_', '-')}"
+    for suffix in ("", "_pgd", "_dp", "_clip")
+}
 
 
 def all_tasks() -> dict[str, str]:
     """The tasks this family offers: the torch and cohort ones only if its requirements
-    install torch and scikit-survival."""
+    install torch and scikit-survival (the FLCHAIN torch ones: both)."""
     try:
         requirements = (FAMILY_DIR / "requirements.txt").read_text(encoding="utf-8")
     except OSError:
@@ -69,6 +75,7 @@ def all_tasks() -> dict[str, str]:
         **TASKS,
         **(TORCH_TASKS if "torch" in pinned else {}),
         **(COHORT_TASKS if "scikit-survival" in pinned else {}),
+        **(COHORT_TORCH_TASKS if {"torch", "scikit-survival"} <= pinned else {}),
     }
 
 
