@@ -1,7 +1,8 @@
 """Benchmark: the torch variants' build and audit, and grading one of them with a warm cache.
 
     python benchmarks/bench_nn.py                 # everything (several minutes on 2 cores)
-    python benchmarks/bench_nn.py --skip-icu      # WDBC and grading only
+    python benchmarks/bench_nn.py --skip-icu      # WDBC, FLCHAIN and grading
+    python benchmarks/bench_nn.py --skip-icu --skip-flchain   # WDBC and grading only
 
 Each measurement runs in its own process (imports and torch's warm-up
 included, since a grader pays them too):
@@ -10,7 +11,8 @@ included, since a grader pays them too):
   process (issue 17's target: 30 s in all on 2 cores, the strong PGD of
   SPEC §7.3 included);
 - each ICU MLP variant built and audited in a process of its own (target:
-  120 s each);
+  120 s each), and each FLCHAIN one (6,143 training rows, 1,536 test rows:
+  the ICU target; needs scikit-survival);
 - a warm grading session of wdbc-mlp against one of wdbc-hard, alternated,
   medians of ``--sessions`` each: the ratio says whether a torch variant
   costs more to grade once its reference is cached (it should not: the warm
@@ -34,8 +36,10 @@ from bench_tables import print_table
 SUFFIXES = ("", "-pgd", "-dp", "-clip")
 WDBC = tuple(f"wdbc-mlp{s}" for s in SUFFIXES)
 ICU = tuple(f"icu-synth-mlp{s}" for s in SUFFIXES)
+FLCHAIN = tuple(f"flchain-mlp{s}" for s in SUFFIXES)
 WDBC_TARGET, ICU_TARGET = 30, 120
-"""Seconds on 2 cores: all WDBC variants in one process; each ICU variant in its own."""
+"""Seconds on 2 cores: all WDBC variants in one process; each ICU (and FLCHAIN) variant
+in its own."""
 
 BUILD_AND_AUDIT = """
 import json, sys, time
@@ -88,6 +92,7 @@ def _session_seconds(submission: Path, variant: str, cache: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip-icu", action="store_true")
+    parser.add_argument("--skip-flchain", action="store_true")
     parser.add_argument("--sessions", type=int, default=7)
     args = parser.parse_args()
     import torch
@@ -106,8 +111,11 @@ def main() -> None:
     rows.append(
         ["all four, one process", "", "", "", f"{total:.1f} s ({total / WDBC_TARGET:.2f}x target)"]
     )
-    if not args.skip_icu:
-        for name in ICU:
+    one_by_one = () if args.skip_icu else ICU
+    if not args.skip_flchain:
+        one_by_one += FLCHAIN
+    if one_by_one:
+        for name in one_by_one:
             icu = _build_and_audit((name,))
             s = icu["stages"][name]  # type: ignore[index]
             total = float(icu["total"])  # type: ignore[arg-type]

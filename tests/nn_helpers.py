@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from pytest_clinaudit.catalog.variants import Catalog, Variant, default_catalog
 
@@ -21,11 +25,25 @@ if TYPE_CHECKING:
 
 SUFFIXES = ("", "-pgd", "-dp", "-clip")
 """A family's four variants (SPEC §7.4): plain, PGD-trained, DP-trained, clipping only."""
-FAMILIES = ("wdbc-mlp", "icu-synth-mlp", "mimic-mlp")
+FAMILIES = ("wdbc-mlp", "icu-synth-mlp", "mimic-mlp", "flchain-mlp")
 WDBC_MLP = tuple(f"wdbc-mlp{s}" for s in SUFFIXES)
 ICU_MLP = tuple(f"icu-synth-mlp{s}" for s in SUFFIXES)
 MIMIC_MLP = tuple(f"mimic-mlp{s}" for s in SUFFIXES)
-TORCH_VARIANTS = WDBC_MLP + ICU_MLP + MIMIC_MLP
+FLCHAIN_MLP = tuple(f"flchain-mlp{s}" for s in SUFFIXES)
+TORCH_VARIANTS = WDBC_MLP + ICU_MLP + MIMIC_MLP + FLCHAIN_MLP
+
+NEEDS_SKSURV = pytest.mark.skipif(
+    importlib.util.find_spec("sksurv") is None,
+    reason="FLCHAIN ships inside scikit-survival: pip install 'pytest-clinaudit[cohorts]'",
+)
+
+
+def cases(names: Iterable[str]) -> list[Any]:
+    """``names`` as parameters, each FLCHAIN one skipped without scikit-survival."""
+    return [
+        pytest.param(name, marks=NEEDS_SKSURV) if name.startswith("flchain") else name
+        for name in names
+    ]
 
 
 @functools.cache

@@ -376,6 +376,7 @@ def _serial(
     return document, junit
 
 
+@pytest.mark.slow  # a serial session per row: the acceptance run's job
 def test_grade_many_j2_gives_the_same_documents_as_serial_grading(
     graded_batch: GradedBatch, tmp_path: Path
 ) -> None:
@@ -389,6 +390,7 @@ def test_grade_many_j2_gives_the_same_documents_as_serial_grading(
         assert _suite_and_cases(junit) == _suite_and_cases(batch_junit), row.kind
 
 
+@pytest.mark.slow  # a serial session per row: the acceptance run's job
 def test_pytest_n_2_gives_the_same_documents_as_serial_grading(
     graded_batch: GradedBatch, tmp_path: Path
 ) -> None:
@@ -403,6 +405,7 @@ def test_pytest_n_2_gives_the_same_documents_as_serial_grading(
         assert _suite_and_cases(parallel_junit) == _suite_and_cases(batch_junit), row.kind
 
 
+@pytest.mark.slow  # a second executor's whole batch: the acceptance run's job
 def test_the_subprocess_executor_writes_what_the_fork_executor_writes(
     graded_batch: GradedBatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

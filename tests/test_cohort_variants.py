@@ -2,11 +2,14 @@
 
 Each variant's workspace is built once per test run (``workspace_helpers``),
 so the oracle comparison, the agent's run and the CLI checks share one model.
-All of it needs scikit-survival (the ``cohorts`` extra, part of ``test``).
+All of it needs scikit-survival (the ``cohorts`` extra, part of ``test``); the
+flchain-mlp* variants also need torch, and their references are compared with
+the literal oracle in tests/test_nn_oracle.py.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import pickle
 import subprocess
@@ -35,6 +38,12 @@ VARIANTS = (
     "whas500-baseline",
     "whas500-hard",
 )
+TORCH_VARIANTS = ("flchain-mlp", "flchain-mlp-pgd", "flchain-mlp-dp", "flchain-mlp-clip")
+NEEDS_TORCH = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None,
+    reason="the flchain-mlp* variants need pip install 'pytest-clinaudit[torch]'",
+)
+EVERY_VARIANT = [*VARIANTS, *(pytest.param(name, marks=NEEDS_TORCH) for name in TORCH_VARIANTS)]
 WALK_ROWS = (0, 1, 2, 3, 4)
 """Boundary-walk rows the literal oracle repeats (up to 100 single-row predictions each)."""
 
@@ -52,7 +61,7 @@ def data(catalog: Catalog) -> dict[str, Dataset]:
 def test_clinaudit_variants_lists_the_cohort_families(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["variants"]) == 0
     listed = {line.split()[0]: line.split()[2] for line in capsys.readouterr().out.splitlines()[2:]}
-    for name in VARIANTS:
+    for name in VARIANTS + TORCH_VARIANTS:
         assert listed[name] == name.split("-")[0]
 
 
@@ -90,7 +99,7 @@ def test_the_cohort_references_equal_the_literal_oracle(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("name", EVERY_VARIANT)
 def test_the_scripted_agent_scores_one_on_every_cohort_variant(
     name: str, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
@@ -116,7 +125,7 @@ def test_the_scripted_agent_scores_one_on_every_cohort_variant(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("name", EVERY_VARIANT)
 def test_clinaudit_build_and_audit_reproduce_the_shared_build(
     name: str,
     tmp_path_factory: pytest.TempPathFactory,

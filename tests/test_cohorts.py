@@ -431,6 +431,47 @@ def test_impossible_settings_are_refused_with_the_reason() -> None:
         load_flchain_cohort(horizon_days=0)
 
 
+def test_the_clinical_preparation_is_its_own_cache_key_and_reads_no_training_statistic(
+    flchain: Cohort,
+) -> None:
+    """The torch family's rows (SPEC §7.4): public fill, clinical units; the fingerprint
+    names the preparation, so it never shares a cache entry with the z-scored rows."""
+    source = FLChainSource("death_5y", 1826, 0.2, 42)
+    clinical = dataclasses.replace(source, preparation="clinical")
+    assert clinical.fingerprint(LoadContext()) == {
+        **source.fingerprint(LoadContext()),
+        "preparation": "clinical",
+    }
+    cohort = load_flchain_cohort(preparation="clinical")
+    assert cohort.medians == {"creatinine": 0.95}  # the public constant, not the median 1.0
+    assert cohort.mean.tolist() == [0.0] * 9
+    assert cohort.std.tolist() == [1.0] * 9
+    # The same patients in the same order: the split does not depend on the preparation.
+    np.testing.assert_array_equal(cohort.train.rows, flchain.train.rows)
+    np.testing.assert_array_equal(cohort.dataset.y_test, flchain.dataset.y_test)
+
+
+def test_a_public_fill_must_name_every_imputed_column() -> None:
+    X = np.array([[1.0, np.nan], [2.0, 3.0], [3.0, 4.0], [4.0, 5.0]])
+    with pytest.raises(DataError, match=r"^c: fill must give one value for each of b, got a$"):
+        prepare(
+            name="c",
+            label="y",
+            columns=(Column("a", "a", "now", "a"), Column("b", "b", "now", "b")),
+            post_outcome_columns=(),
+            X=X,
+            time=np.array([3.0, 10.0, 3.0, 10.0]),
+            event=np.array([True, False, True, False]),
+            post_outcome={},
+            horizon_days=5,
+            imputed=("b",),
+            subgroups=(),
+            test_size=0.5,
+            split_seed=0,
+            fill={"a": 1.0},
+        )
+
+
 @pytest.mark.parametrize(
     "module",
     [

@@ -3,9 +3,9 @@
 Hostile submissions (see ``fuzz_documents``) go through the real grading code:
 the submission parser, the built-in checks of both profiles, the scorer, the
 score JSON and the JUnit suite properties. In process, 10,000 generated
-documents must each give a score in [0, 1], a category, a score JSON that
-round-trips through strict JSON, and properties pytest can write, with no
-exception. A sample of the same documents then goes through real pytest
+documents (the slow run; the default run grades 1,000) must each give a score
+in [0, 1], a category, a score JSON that round-trips through strict JSON, and
+properties pytest can write, with no exception. A sample of the same documents then goes through real pytest
 sessions, serial and under ``-n 2``, whose JUnit XML must parse.
 """
 
@@ -39,14 +39,23 @@ from pytest_clinaudit.reference.attacks.params import COMPONENTS
 VARIANT = "wdbc-hard"
 PROFILES = ("strict", "metr")
 IN_PROCESS = 2_500
-"""Examples per in-process test; four tests make the 10,000 documents."""
-FUZZ = settings(
-    max_examples=IN_PROCESS,
-    derandomize=True,  # the same documents in every CI run and on every xdist worker
-    database=None,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-)
+"""Examples per in-process test in the slow run; four tests make the 10,000 documents."""
+QUICK = 250
+"""Examples per in-process test in the contributor's default run (a tenth, about 30 s)."""
+BUDGETS = [
+    pytest.param(QUICK, id="quick"),
+    pytest.param(IN_PROCESS, id="full", marks=pytest.mark.slow),
+]
+
+
+def fuzz(examples: int) -> Any:
+    return settings(
+        max_examples=examples,
+        derandomize=True,  # the same documents in every CI run and on every xdist worker
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 def grade_in_process(data: bytes, cache: Path, profile: str) -> dict[str, Any]:
@@ -100,11 +109,12 @@ def _correct(cache: Path) -> dict[str, Any]:
     return reference_report(cache, VARIANT)
 
 
+@pytest.mark.parametrize("examples", BUDGETS)
 @pytest.mark.parametrize("profile", PROFILES)
 def test_generated_documents_always_get_a_score_and_every_output(
-    warm_cache: Path, profile: str
+    warm_cache: Path, profile: str, examples: int
 ) -> None:
-    @FUZZ
+    @fuzz(examples)
     @given(documents)
     def grade(document: Any) -> None:
         grade_in_process(encode(dumps(document)), warm_cache, profile)
@@ -112,12 +122,13 @@ def test_generated_documents_always_get_a_score_and_every_output(
     grade()
 
 
+@pytest.mark.parametrize("examples", BUDGETS)
 def test_mutations_of_a_correct_report_always_get_a_score_and_every_output(
-    warm_cache: Path,
+    warm_cache: Path, examples: int
 ) -> None:
     correct = _correct(warm_cache)
 
-    @FUZZ
+    @fuzz(examples)
     @given(report_mutations(correct), st.sampled_from(PROFILES))
     def grade(document: Any, profile: str) -> None:
         grade_in_process(encode(dumps(document)), warm_cache, profile)
@@ -125,12 +136,13 @@ def test_mutations_of_a_correct_report_always_get_a_score_and_every_output(
     grade()
 
 
+@pytest.mark.parametrize("examples", BUDGETS)
 def test_byte_strings_and_broken_encodings_always_get_a_score_and_every_output(
-    warm_cache: Path,
+    warm_cache: Path, examples: int
 ) -> None:
     correct = json.dumps(_correct(warm_cache)).encode()
 
-    @FUZZ
+    @fuzz(examples)
     @given(byte_strings(correct), st.sampled_from(PROFILES))
     def grade(data: bytes, profile: str) -> None:
         grade_in_process(data, warm_cache, profile)

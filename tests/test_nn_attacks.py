@@ -248,7 +248,7 @@ def test_the_strong_pgd_needs_steps_and_restarts() -> None:
 
 # ------------------------------------- the torch variants: Carlini et al. 2019's checklist
 
-TORCH = nn_helpers.WDBC_MLP + nn_helpers.ICU_MLP
+TORCH = nn_helpers.cases(nn_helpers.WDBC_MLP + nn_helpers.ICU_MLP + nn_helpers.FLCHAIN_MLP)
 FLOAT32_MARGIN = 1e-4
 """Two evaluations of one row's logit in different float32 orders differ by far less
 (a few ulps of |logit| <= ~100, i.e. < 1e-4): below it, two margins are "equal"."""

@@ -31,14 +31,16 @@ from pytest_clinaudit.reference.attacks import privacy, whitebox
 SEEDS = 3
 """Training seeds per recipe: the variant's own and the next two."""
 
-LADDER_ROWS = {"wdbc-mlp": 114, "icu-synth-mlp": 1000}
+LADDER_ROWS = {"wdbc-mlp": 114, "icu-synth-mlp": 1000, "flchain-mlp": 1000}
 """Test rows the strong PGD attacks in the ladder: all of WDBC's, a seeded
-1,000 of the ICU cohort's (~114 deaths: the 100 FGSM rows hold ~11)."""
+1,000 of the ICU cohort's (~114 deaths: the 100 FGSM rows hold ~11) and of
+FLCHAIN's 1,536 (116 deaths)."""
 
 USABLE = 0.05
 """A control's full-test AUROC may be at most this much below the plain model's."""
-ICU_USABLE = 0.70
-"""... and on the ICU cohort at least this (SPEC §7.4)."""
+FLOOR = {"icu-synth-mlp": 0.70, "flchain-mlp": 0.75}
+"""... and at least this: 0.70 on the ICU cohort (SPEC §7.4); on FLCHAIN 0.75, against
+the 0.807 of flchain-baseline's logistic regression (every control measured 0.79-0.81)."""
 
 FINDINGS: dict[tuple[str, str], str] = {
     ("leak", "wdbc-mlp"): (
@@ -61,6 +63,17 @@ FINDINGS: dict[tuple[str, str], str] = {
         "on the ICU cohort clipping alone removes nearly all the leakage DP removes: the "
         "noise adds less than 0.02 of loss-attack AUC (about 0.004 measured)"
     ),
+    ("leak", "flchain-mlp"): (
+        "the FLCHAIN MLP trained on all 6,143 rows barely leaks to the loss attack on its "
+        "1,536 members (0.510-0.513 over three seeds)"
+    ),
+    ("dp", "flchain-mlp"): (
+        "the plain FLCHAIN MLP barely leaks (0.51), so DP has nothing to remove: plain and "
+        "DP differ by 0.001 and the interval reaches below 0"
+    ),
+    ("noise", "flchain-mlp"): (
+        "clipping alone leaks as little as DP on FLCHAIN: the interval reaches below 0"
+    ),
 }
 """(claim, family) -> the published finding (docs/nn-variants.md) that its test asserts."""
 
@@ -73,12 +86,16 @@ below it, against the 0.034 that DP removes in all. An interval whose lower end 
 
 def _claim(claim: str, families: tuple[str, ...]) -> list[Any]:
     return [
-        pytest.param(family, id=f"{family}-finding" if (claim, family) in FINDINGS else family)
+        pytest.param(
+            family,
+            id=f"{family}-finding" if (claim, family) in FINDINGS else family,
+            marks=[nn_helpers.NEEDS_SKSURV] if family == "flchain-mlp" else [],
+        )
         for family in families
     ]
 
 
-LADDER_FAMILIES = ("wdbc-mlp", "icu-synth-mlp")
+LADDER_FAMILIES = ("wdbc-mlp", "icu-synth-mlp", "flchain-mlp")
 
 
 def _record(request: pytest.FixtureRequest, **values: Any) -> None:
@@ -96,9 +113,10 @@ def _split(y: Any, scores: Any) -> tuple[Any, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", nn_helpers.FAMILIES[:2])
+@pytest.mark.parametrize("family", nn_helpers.cases(LADDER_FAMILIES))
 def test_every_control_is_a_usable_model(family: str, request: pytest.FixtureRequest) -> None:
-    """SPEC §7.4: full-test AUROC at most 0.05 below the plain model's, >= 0.70 on ICU."""
+    """SPEC §7.4: full-test AUROC at most 0.05 below the plain model's, and above the
+    cohort's floor (:data:`FLOOR`: >= 0.70 on ICU, >= 0.75 on FLCHAIN)."""
     y = nn_helpers.dataset(family).y_test
     auroc = {
         suffix: privacy.attack_auc(
@@ -109,8 +127,8 @@ def test_every_control_is_a_usable_model(family: str, request: pytest.FixtureReq
     _record(request, full_test_auroc=auroc)
     for suffix in nn_helpers.SUFFIXES[1:]:
         assert auroc[suffix] >= auroc[""] - USABLE, (suffix, auroc)
-        if family == "icu-synth-mlp":
-            assert auroc[suffix] >= ICU_USABLE, (suffix, auroc)
+        if family in FLOOR:
+            assert auroc[suffix] >= FLOOR[family], (suffix, auroc)
 
 
 # ------------------------------------------------------- PGD training and PGD
@@ -252,10 +270,10 @@ def test_the_overfit_base_leaks_clearly(family: str, request: pytest.FixtureRequ
 
 
 @pytest.mark.slow
-def test_the_dp_variants_record_the_epsilon_they_achieved_and_what_it_covers() -> None:
-    for name in ("wdbc-mlp-dp", "icu-synth-mlp-dp"):
-        record = nn_helpers.built(name).record
-        assert record.epsilon is not None
-        assert record.epsilon > 0
-        assert record.opacus_version is not None
-        assert record.epsilon_covers is not None
+@pytest.mark.parametrize("name", nn_helpers.cases(f"{family}-dp" for family in LADDER_FAMILIES))
+def test_the_dp_variants_record_the_epsilon_they_achieved_and_what_it_covers(name: str) -> None:
+    record = nn_helpers.built(name).record
+    assert record.epsilon is not None
+    assert record.epsilon > 0
+    assert record.opacus_version is not None
+    assert record.epsilon_covers is not None

@@ -270,3 +270,11 @@ def test_the_icu_torch_variants_equal_the_literal_oracle(
     name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     _check(name, tmp_path, request)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", nn_helpers.cases(nn_helpers.FLCHAIN_MLP))
+def test_the_flchain_torch_variants_equal_the_literal_oracle(
+    name: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    _check(name, tmp_path, request)

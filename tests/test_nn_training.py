@@ -169,6 +169,57 @@ def test_the_icu_standardisation_and_class_weight_are_published_constants() -> N
         assert (recipe.class_weight, recipe.prevalence) == ("prevalence", 0.1136)  # SPEC §2
 
 
+FLCHAIN_PUBLIC = {
+    # feature: (low, high, width / scale), the ranges the variant files cite
+    "age": (50.0, 100.0, 6.0),  # the study's eligibility (50 or older) to 100 years
+    "sex_male": (0.0, 1.0, 2.0),  # a 0/1 code to -1/+1
+    "sample_yr": (1995.0, 2003.0, 6.0),  # the study's sampling years
+    "kappa": (0.33, 1.94, 3.92),  # 95% reference interval, mg/dL (Katzmann et al. 2002)
+    "lambda": (0.57, 2.63, 3.92),  # idem
+    "flc_grp": (1.0, 10.0, 6.0),  # groups 1-10 by construction
+    "creatinine": (0.6, 1.3, 3.92),  # adult reference interval, mg/dL
+    "mgus": (0.0, 1.0, 2.0),
+    "creatinine_missing": (0.0, 1.0, 2.0),
+}
+"""FLCHAIN's public constants: center = the middle of the range, scale = its width over
+6 (a range of about 6 standard deviations, as WDBC's), over 3.92 (a 95% reference
+interval is +-1.96 standard deviations) or over 2 (a 0/1 code)."""
+
+
+@nn_helpers.NEEDS_SKSURV
+def test_the_flchain_mlps_see_public_constants_only_and_no_training_statistic() -> None:
+    """SPEC §7.4 on FLCHAIN: the program's constants come from published ranges, the CSVs
+    a model is trained on are neither z-scored nor median-filled with the training rows
+    (as the sps-v1 flchain variants' are), and the loss has no class weight."""
+    from pytest_clinaudit.reference.data.flchain import PUBLIC_FILL, load_flchain_cohort
+
+    data = nn_helpers.dataset("flchain-mlp")
+    assert tuple(FLCHAIN_PUBLIC) == data.feature_names
+    low, high, width = (np.array(v) for v in zip(*FLCHAIN_PUBLIC.values(), strict=True))
+    raw = load_flchain_cohort()  # the sps-v1 preparation, for its training statistics
+    for name in nn_helpers.FLCHAIN_MLP:
+        recipe = nn_helpers.recipe(name)
+        assert nn_helpers.variant(name).dataset.preparation == "clinical"
+        assert (recipe.class_weight, recipe.prevalence) == ("none", None)
+        public = recipe.standardisation
+        assert public is not None
+        np.testing.assert_allclose(public.center, (low + high) / 2, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(public.scale, (high - low) / width, rtol=5e-4)
+        assert not np.allclose(public.center, raw.mean, rtol=0.05)
+        assert not np.allclose(public.scale, raw.std, rtol=0.05)
+    # The rows: clinical units as measured, a missing creatinine filled with the public
+    # constant (not the training median of 1.0 mg/dL), the same indicator.
+    j = data.feature_names.index("creatinine")
+    assert PUBLIC_FILL == {"creatinine": 0.95} != raw.medians
+    for X, split in ((data.X_train, raw.train), (data.X_test, raw.test)):
+        missing = np.isnan(split.X[:, j])
+        np.testing.assert_array_equal(X[:, -1], missing.astype(float))
+        np.testing.assert_array_equal(X[missing, j], 0.95)
+        np.testing.assert_array_equal(X[~missing, :-1], split.X[~missing])
+    for name in ("flchain-baseline", "flchain-calibrated", "flchain-hard"):
+        assert nn_helpers.variant(name).dataset.preparation is None  # z-scored, unchanged
+
+
 DP_EDITS = ("noise_multiplier", "class_weight", "# ---- attacks")
 """Edits made to wdbc-mlp-dp.toml; the others to wdbc-mlp-pgd.toml."""
 
@@ -357,7 +408,9 @@ def _program_tensors(name: str) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", nn_helpers.WDBC_MLP + nn_helpers.ICU_MLP)
+@pytest.mark.parametrize(
+    "name", nn_helpers.cases(nn_helpers.WDBC_MLP + nn_helpers.ICU_MLP + nn_helpers.FLCHAIN_MLP)
+)
 def test_the_program_holds_weights_and_the_published_constants_and_nothing_else(
     name: str,
 ) -> None:

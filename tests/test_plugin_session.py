@@ -128,6 +128,7 @@ def test_grading_from_this_repositorys_root_collects_none_of_its_tests(
     assert f"{len(STRICT_IDS)} passed" in graded.stdout
 
 
+@pytest.mark.slow  # the serial twin above stays in the default run
 def test_grading_from_this_repositorys_root_works_under_xdist(
     tmp_path: Path, warm_cache: Path
 ) -> None:

@@ -1,10 +1,10 @@
 """Print docs/nn-variants.md's reference table from the torch variants' references.
 
-    python tools/nn_table.py                  # the WDBC and icu-synth torch variants
+    python tools/nn_table.py                  # the WDBC, icu-synth and FLCHAIN torch variants
     python tools/nn_table.py --variants wdbc-mlp wdbc-mlp-dp
 
 Each reference comes from the reference cache (``$CLINAUDIT_CACHE_DIR``), built
-and audited first where it is missing: several minutes for the ICU variants on
+and audited first where it is missing: several minutes for the ICU and FLCHAIN variants on
 2 cores. The table names the torch and Opacus versions and the CPU capability
 torch picked (``ATEN_CPU_CAPABILITY`` or the machine's), because float32
 kernels differ between CPUs and the trained weights with them: these numbers
@@ -27,6 +27,10 @@ DEFAULT = (
     "icu-synth-mlp-pgd",
     "icu-synth-mlp-dp",
     "icu-synth-mlp-clip",
+    "flchain-mlp",
+    "flchain-mlp-pgd",
+    "flchain-mlp-dp",
+    "flchain-mlp-clip",
 )
 
 COLUMNS = (

@@ -58,6 +58,23 @@ def walk_candidates(
     return candidates, stop
 
 
+def first_differing_rows(predictions: Any, idx: IntArray) -> IntArray:
+    """Each drawn row's walk target: the first test row, in file order, whose
+    prediction differs from the drawn row's, or -1 where every row agrees.
+
+    ``predictions`` are the whole test split's, ``idx`` the drawn rows' positions.
+    """
+    import numpy as np
+
+    original = predictions[idx]
+    target_row = np.full(len(idx), -1, dtype=np.int64)
+    for value in np.unique(original):
+        differs = predictions != value
+        if differs.any():
+            target_row[original == value] = int(np.argmax(differs))
+    return target_row
+
+
 def boundary_attack_resistance(
     model: Classifier,
     X_test: FloatArray,
@@ -84,13 +101,7 @@ def boundary_attack_resistance(
     idx = draw_rows(params.seed, len(X_test), params.n_samples)
     original = predictions[idx]
     steps = np.full(len(idx), params.max_steps, dtype=np.int64)
-
-    # The first test row whose prediction differs, for each distinct prediction.
-    target_row = np.full(len(idx), -1, dtype=np.int64)
-    for value in np.unique(original):
-        differs = predictions != value
-        if differs.any():
-            target_row[original == value] = int(np.argmax(differs))
+    target_row = first_differing_rows(predictions, idx)
     walking = np.flatnonzero(target_row >= 0)
     n_candidates = 0
     if walking.size:

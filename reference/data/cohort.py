@@ -19,6 +19,12 @@ rows to :func:`prepare`, which does the rest the same way for every cohort:
 4. **z-scoring** of every feature with the training mean and population
    standard deviation (``ddof=0``), sums by ``math.fsum``.
 
+With ``fill`` (public constants per imputed column) and ``zscore=False``,
+steps 3 and 4 use no statistic of the training rows: the cells are filled with
+the given constant (the indicator is the same) and the features stay in
+clinical units. That is the preparation a DP model's data needs, whose epsilon
+must cover everything derived from the private rows (SPEC §7.4).
+
 The :class:`Cohort` keeps both faces: ``dataset`` (imputed, z-scored, no
 missing cell: the agents' CSVs of the sps-v1 variants) and the raw splits in
 clinical units with their missing cells, the survival outcome and the
@@ -170,10 +176,12 @@ class Cohort:
     excluded_censored: int
     """Rows censored before the horizon, left out of both splits."""
     medians: dict[str, float]
-    """The training median that fills each imputed column (clinical units)."""
+    """The value that fills each imputed column (clinical units): the training median,
+    or the public constant given to :func:`prepare` as ``fill``."""
     mean: FloatArray
     std: FloatArray
-    """z-scoring statistics of the dataset's features (training rows, ddof=0)."""
+    """z-scoring statistics of the dataset's features (training rows, ddof=0); 0 and 1
+    when the features are left in clinical units (``zscore=False``)."""
     subgroups: tuple[Subgroup, ...]
 
     @property
@@ -258,11 +266,22 @@ def _standardize(
 
 
 def _impute(
-    train: FloatArray, test: FloatArray, names: tuple[str, ...], imputed: tuple[str, ...], name: str
+    train: FloatArray,
+    test: FloatArray,
+    names: tuple[str, ...],
+    imputed: tuple[str, ...],
+    name: str,
+    fill: dict[str, float] | None = None,
 ) -> tuple[FloatArray, FloatArray, tuple[str, ...], dict[str, float]]:
-    """Fill the ``imputed`` columns with their training median; append one indicator each."""
+    """Fill the ``imputed`` columns with their training median, or with ``fill``'s public
+    constant; append one indicator each."""
     import numpy as np
 
+    if fill is not None and set(fill) != set(imputed):
+        raise DataError(
+            f"{name}: fill must give one value for each of {', '.join(imputed)}, "
+            f"got {', '.join(sorted(fill)) or 'none'}"
+        )
     for j, column in enumerate(names):
         if column not in imputed and (np.isnan(train[:, j]).any() or np.isnan(test[:, j]).any()):
             raise DataError(f"{name}: column {column!r} has missing values but is not imputed")
@@ -272,9 +291,12 @@ def _impute(
     for column in imputed:
         j = names.index(column)
         observed = train[~np.isnan(train[:, j]), j]
-        if observed.size == 0:
+        if fill is not None:
+            medians[column] = float(fill[column])  # public: nothing of the rows is read
+        elif observed.size == 0:
             raise DataError(f"{name}: column {column!r} is missing in every training row")
-        medians[column] = float(np.median(observed))
+        else:
+            medians[column] = float(np.median(observed))
         for k, split in enumerate(filled):
             missing = np.isnan(split[:, j])
             indicators[k].append(missing.astype(np.float64))
@@ -301,6 +323,8 @@ def prepare(
     test_size: float,
     split_seed: int,
     source_rows: IntArray | None = None,
+    fill: dict[str, float] | None = None,
+    zscore: bool = True,
 ) -> Cohort:
     """Label, split, impute and z-score a cohort's encoded rows (the module docstring's steps).
 
@@ -317,6 +341,12 @@ def prepare(
     source_rows
         Each row's position in scikit-survival's table, shape (n,), where the
         cohort module dropped rows before; by default ``0 .. n-1``.
+    fill
+        Public constants (clinical units) that fill the ``imputed`` columns instead
+        of the training medians, one per imputed column.
+    zscore
+        z-score with the training statistics (the default), or leave the features
+        in clinical units.
     """
     import numpy as np
     from sklearn.model_selection import train_test_split
@@ -347,9 +377,13 @@ def prepare(
     train, test = split(train_rows), split(test_rows)
     names = tuple(column.name for column in columns)
     filled_train, filled_test, feature_names, medians = _impute(
-        train.X, test.X, names, imputed, name
+        train.X, test.X, names, imputed, name, fill
     )
-    z_train, z_test, mean, std = _standardize(filled_train, filled_test, name)
+    if zscore:
+        z_train, z_test, mean, std = _standardize(filled_train, filled_test, name)
+    else:
+        width = filled_train.shape[1]
+        z_train, z_test, mean, std = filled_train, filled_test, np.zeros(width), np.ones(width)
     dataset = Dataset(
         name=name,
         label=label,

@@ -10,7 +10,10 @@ sample. Encoding (clinical units; the data dictionary is :data:`COLUMNS`):
 ``sex`` F/M becomes ``sex_male`` 1/0, ``mgus`` no/yes becomes 0/1,
 ``sample.yr`` and ``flc.grp`` become the numbers they name. ``creatinine`` is
 missing for 1,350 subjects: imputed with the training median plus the
-indicator ``creatinine_missing`` (:mod:`.cohort`). ``chapter``, the ICD-9
+indicator ``creatinine_missing`` (:mod:`.cohort`), then every feature is
+z-scored; or, with ``preparation = "clinical"`` (the torch variants, whose DP
+epsilon must cover everything derived from the private rows), filled with the
+public constant :data:`PUBLIC_FILL` and left in clinical units. ``chapter``, the ICD-9
 chapter of the cause of death, exists only for those who died: it is recorded
 after the outcome and is never a feature of a standard variant.
 """
@@ -18,7 +21,7 @@ after the outcome and is never a feature of a standard variant.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Literal
 
 from .cohort import Cohort, Column, Subgroup, cohort_fingerprint, prepare, sksurv_loader
 from .dataset import Dataset, LoadContext
@@ -69,6 +72,16 @@ POST_OUTCOME_COLUMNS = (
 
 IMPUTED = ("creatinine",)
 
+PUBLIC_FILL = {"creatinine": 0.95}
+"""The ``"clinical"`` preparation's fill for a missing creatinine, mg/dL: the middle of
+the adult reference interval 0.6-1.3 mg/dL (women 0.6-1.1, men 0.7-1.3; MedlinePlus,
+"Creatinine blood test"). A published constant, not the training median, so that no
+statistic of the training rows enters the CSVs a DP model is trained on."""
+
+Preparation = Literal["z-scored", "clinical"]
+"""``"z-scored"`` (the default, the sps-v1 variants): training-median fill and training
+z-scores. ``"clinical"``: :data:`PUBLIC_FILL` and clinical units, no training statistic."""
+
 SUBGROUPS = (
     Subgroup("age 50-64", "age", 50.0, 65.0),
     Subgroup("age 65-79", "age", 65.0, 80.0),
@@ -85,8 +98,11 @@ def load_flchain_cohort(
     horizon_days: float = HORIZON_DAYS,
     test_size: float = 0.2,
     split_seed: int = 42,
+    preparation: Preparation = "z-scored",
 ) -> Cohort:
     """FLCHAIN labelled, split, imputed and z-scored (:func:`.cohort.prepare`), with its raw rows.
+
+    ``preparation = "clinical"`` fills with :data:`PUBLIC_FILL` and keeps clinical units.
 
     Raises
     ------
@@ -124,6 +140,8 @@ def load_flchain_cohort(
         subgroups=SUBGROUPS,
         test_size=test_size,
         split_seed=split_seed,
+        fill=PUBLIC_FILL if preparation == "clinical" else None,
+        zscore=preparation == "z-scored",
     )
 
 
@@ -135,9 +153,18 @@ class FLChainSource:
     horizon_days: int
     test_size: float
     split_seed: int
+    preparation: Preparation | None = None
+    """``None`` is ``"z-scored"``, the sps-v1 variants' CSVs; ``"clinical"``: see the module."""
+
+    def _settings(self) -> dict[str, Any]:
+        # The default is left out, so the sps-v1 variants' cache keys stay what they were.
+        settings = dataclasses.asdict(self)
+        if self.preparation is None:
+            del settings["preparation"]
+        return settings
 
     def load(self, context: LoadContext) -> Dataset:
-        return load_flchain_cohort(**dataclasses.asdict(self)).dataset
+        return load_flchain_cohort(**self._settings()).dataset
 
     def fingerprint(self, context: LoadContext) -> dict[str, Any]:
-        return cohort_fingerprint(NAME, dataclasses.asdict(self))
+        return cohort_fingerprint(NAME, self._settings())

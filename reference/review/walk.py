@@ -58,18 +58,14 @@ def boundary_walk(
     """
     import numpy as np
 
-    from ..attacks.boundary import walk_candidates
+    from ..attacks.boundary import first_differing_rows, walk_candidates
     from ..attacks.classifier import draw_rows
 
     predictions = np.asarray(test_predictions)
     idx = draw_rows(params.seed, len(X_test), params.n_samples)
     original = predictions[idx]
     steps = np.full(len(idx), params.max_steps, dtype=np.int64)
-    target_row = np.full(len(idx), -1, dtype=np.int64)
-    for value in np.unique(original):
-        differs = predictions != value
-        if differs.any():
-            target_row[original == value] = int(np.argmax(differs))
+    target_row = first_differing_rows(predictions, idx)
     walking = np.flatnonzero(target_row >= 0)
     n_candidates = 0
     if walking.size:

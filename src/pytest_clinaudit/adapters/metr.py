@@ -106,6 +106,8 @@ def export_metr(out: Path) -> Path:
     if NOT_INSTALLED not in cohorts.values():
         tasks.update(metr_family.COHORT_TASKS)
         pins += [f"{name}=={version}" for name, version in cohorts.items()]
+        if NOT_INSTALLED not in torch.values():
+            tasks.update(metr_family.COHORT_TORCH_TASKS)
     (family / "requirements.txt").write_text("\n".join(pins) + "\n", encoding="utf-8")
     lines = ["# METR Task Standard manifest: resources per task.", "tasks:"]
     for task in tasks:

@@ -55,6 +55,12 @@ COHORT_TASKS = {
     "whas500_baseline": "whas500-baseline",
     "whas500_hardened": "whas500-hard",
 }
+# The FLCHAIN torch family: offered when requirements.txt installs both torch and
+# scikit-survival.
+COHORT_TORCH_TASKS = {
+    f"flchain_mlp{suffix}": f"flchain-mlp{suffix.replace('_', '-')}"
+    for suffix in ("", "_pgd", "_dp", "_clip")
+}
 # The auditing game (SPEC §8): instances 1 to 10 of each game, offered with the torch tasks.
 GAME_SEEDS = range(1, 11)
 GAME_TASKS = {f"icu_synth_game_{seed}": ("icu-synth-game", seed) for seed in GAME_SEEDS}
@@ -63,18 +69,21 @@ GAME_TASKS = {f"icu_synth_game_{seed}": ("icu-synth-game", seed) for seed in GAM
 def all_tasks() -> dict[str, tuple[str, int | None]]:
     """Task name -> (variant, game instance seed or None): the torch tasks and the games
     only if its requirements install torch, the cohort ones only if they install
-    scikit-survival."""
+    scikit-survival (the FLCHAIN torch ones: both)."""
     try:
         requirements = (FAMILY_DIR / "requirements.txt").read_text(encoding="utf-8")
     except OSError:
         requirements = ""
     pinned = {line.split("==")[0] for line in requirements.splitlines() if "==" in line}
-    tasks: dict[str, tuple[str, int | None]] = {name: (v, None) for name, v in TASKS.items()}
+    plain = {
+        **TASKS,
+        **(TORCH_TASKS if "torch" in pinned else {}),
+        **(COHORT_TASKS if "scikit-survival" in pinned else {}),
+        **(COHORT_TORCH_TASKS if {"torch", "scikit-survival"} <= pinned else {}),
+    }
+    tasks: dict[str, tuple[str, int | None]] = {name: (v, None) for name, v in plain.items()}
     if "torch" in pinned:
-        tasks.update({name: (v, None) for name, v in TORCH_TASKS.items()})
         tasks.update(GAME_TASKS)
-    if "scikit-survival" in pinned:
-        tasks.update({name: (v, None) for name, v in COHORT_TASKS.items()})
     return tasks
 
 
