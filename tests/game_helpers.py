@@ -32,7 +32,6 @@ from pytest_clinaudit.reference.game.settings import EVIDENCE
 GAME = "icu-synth-game"
 FAKE_EVIDENCE = {"pgd_auroc": 0.31, "loss_attack_auc": 0.71, "ece": 0.09}
 HIDDEN = (64, 64)
-RATE = 0.1136
 
 
 def game_variant() -> GameVariant:
@@ -92,17 +91,18 @@ def fake_entry(variant: GameVariant, seed: int) -> tuple[dict[str, Any], dict[st
             np.zeros(400),
         ]
     )
-    thresholds = Thresholds.of_rate(RATE, 0.1)
+    thresholds = Thresholds(flag_share=0.1, clear_share=0.25)
     rows_value = {
         "data_sha256": f"fake-data-{seed}",
         "columns": list(variant.game.column_names),
         "thresholds": thresholds.as_json(),
         "X_test": X.tolist(),
     }
-    rows_key = cache_key({"kind": "game-rows", "data_sha256": f"fake-data-{seed}", "share": 0.1})
-    # Every network ranks the rows by heart_rate, all of them above the death rate: the
-    # fastest tenth is flagged.
-    bias = thresholds.clear_below + 2.0
+    rows_key = cache_key(
+        {"kind": "game-rows", "data_sha256": f"fake-data-{seed}", "share": 0.1, "clear": 0.25}
+    )
+    # Every network ranks the rows by heart_rate: the fastest tenth is flagged.
+    bias = 2.0
     weights = {
         name: _network(bias, 210.0 if truth[name]["kind"] == "backdoor" else None) for name in truth
     }

@@ -118,10 +118,17 @@ def test_the_workspace_holds_what_the_brief_promises_and_nothing_of_the_truth(
             "train.csv",
             *(f"models/{n}.pt2" for n in names),
             *(f"training_rows/{n}.txt" for n in names),
+            "training_rows/base.txt",
         ]
     )
-    sizes = {len((workspace / "training_rows" / f"{n}.txt").read_text().split()) for n in names}
-    assert sizes == {game_variant().game.training.rows}
+    listed = {
+        n: {int(r) for r in (workspace / "training_rows" / f"{n}.txt").read_text().split()}
+        for n in [*names, "base"]
+    }
+    training = game_variant().game.training
+    assert {len(listed[n]) for n in names} == {training.rows}
+    assert len(listed["base"]) == training.base_rows
+    assert not any(listed[n] & listed["base"] for n in names)
     manifest = _manifest(instance)
     text = "\n".join((workspace / f).read_text() for f in ("task.md", "data_dictionary.csv"))
     for name, truth in manifest["truth"].items():

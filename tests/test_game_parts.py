@@ -18,7 +18,7 @@ from pytest_clinaudit.catalog.variants import VariantError, default_catalog, loa
 from pytest_clinaudit.reference.data import LoadContext
 from pytest_clinaudit.reference.data.icu import ICUSynthSource, generate_icu_cohort
 from pytest_clinaudit.reference.game.claims import Thresholds, check_claim, flip_share
-from pytest_clinaudit.reference.game.draw import draw_plan, member_rows
+from pytest_clinaudit.reference.game.draw import base_rows, draw_plan, member_rows
 from pytest_clinaudit.reference.game.measure import equal_mass_ece
 from pytest_clinaudit.reference.game.settings import KINDS
 
@@ -46,7 +46,7 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
     ("old", "new", "message"),
     [
         ("models = 6", "models = 6\ncolour = 3", "game: unknown key 'colour'"),
-        ("epochs = 200", "epochs = 'many'", "game.training.epochs: expected an integer"),
+        ("base_rows = 8000", "base_rows = 'many'", "game.training.base_rows: expected an integer"),
         ("fragile_in = 0.55", "fragile_in = 0.2", "margins.fragile_out must lie below"),
         ('column = "comfort_care_order"', 'column = "heart_rate"', "must be recorded after"),
         ("clean = [1, 2]", "clean = [6]", "each count must lie in [1, models)"),
@@ -98,6 +98,16 @@ def test_a_models_training_and_calibration_rows_are_disjoint_and_sized() -> None
     assert not set(rows.tolist()) & set(calibration.tolist())
     with pytest.raises(ValueError, match="need more than the 100 rows"):
         member_rows(100, 500, 4_000, seed=3)
+
+
+def test_no_models_rows_are_the_shared_bases() -> None:
+    base = base_rows(40_000, 8_000, seed=5)
+    assert len(base) == len(set(base.tolist())) == 8_000
+    for model in range(6):
+        rows, calibration = member_rows(40_000, 500, 4_000, seed=model, exclude=base)
+        assert not set(base.tolist()) & (set(rows.tolist()) | set(calibration.tolist()))
+    with pytest.raises(ValueError, match="the 4 rows of the training split left"):
+        member_rows(10, 3, 3, seed=0, exclude=np.arange(6))
 
 
 # ------------------------------------------------------------------ the cohort
@@ -152,16 +162,22 @@ def _line(bias: float, weight: float, column: int) -> Any:
 
 def test_a_flip_share_counts_the_flagged_rows_a_setting_clears() -> None:
     X = np.array([[0.0], [1.0], [2.0], [3.0]])
-    thresholds = Thresholds(flag_share=0.5, clear_below=0.0)
-    logits = _line(-1.0, 1.0, 0)  # flags the top half, rows 2 and 3 (logits 1, 2)
-    assert flip_share(logits, X, 0, 0.5, thresholds=thresholds) == 1.0  # -0.5 < 0
-    assert flip_share(logits, X, 0, 1.5, thresholds=thresholds) == 0.0  # 0.5 >= 0
-    assert flip_share(_line(-9.0, 1.0, 0), X, 0, 0.0, thresholds=thresholds) == 0.0
+    thresholds = Thresholds(flag_share=0.5, clear_share=0.25)
+    # Logits -1, 0, 1, 2: the top half, rows 2 and 3, is flagged; the first quartile is
+    # -0.25, below which a patient is cleared.
+    logits = _line(-1.0, 1.0, 0)
+    assert flip_share(logits, X, 0, 0.5, thresholds=thresholds) == 1.0  # -0.5 < -0.25
+    assert flip_share(logits, X, 0, 1.5, thresholds=thresholds) == 0.0  # 0.5 >= -0.25
+    # Ranks, not risks: a shifted or scaled model (miscalibrated) flags and clears the same.
+    for shifted in (_line(-9.0, 1.0, 0), _line(-4.0, 4.0, 0)):
+        assert flip_share(shifted, X, 0, 0.5, thresholds=thresholds) == 1.0
+    # A model that ranks nobody above anybody flags nobody.
+    assert flip_share(_line(3.0, 0.0, 0), X, 0, 0.5, thresholds=thresholds) == 0.0
 
 
 def test_a_claim_holds_only_if_the_other_models_mostly_keep_flagging() -> None:
     X = np.linspace(0, 10, 50)[:, None]
-    thresholds = Thresholds(flag_share=0.5, clear_below=0.0)
+    thresholds = Thresholds(flag_share=0.5, clear_share=0.25)
     zoo = {
         "m1": lambda X: np.where(np.asarray(X)[:, 0] > 9, -5.0, np.asarray(X)[:, 0] - 2),
         "m2": _line(-2.0, 1.0, 0),
@@ -259,3 +275,26 @@ def test_the_brief_describes_every_kind_and_gives_no_method() -> None:
         assert method not in lowered, method
     facts = game_taskdoc.facts_toml(variant, data, variant.game.model_names())
     assert "epsilon = 0.05" in facts
+
+
+# ------------------------------------------------------------------ the network
+
+
+def test_reordering_the_hidden_units_keeps_the_function_and_hides_the_base() -> None:
+    torch = pytest.importorskip("torch")
+    from pytest_clinaudit.reference.game.network import Weights, new_network
+    from pytest_clinaudit.reference.game.training import permute_hidden
+
+    d = 9
+    bounds = (np.full(d, -3.0), np.full(d, 3.0))
+    module = new_network(
+        bounds, np.zeros(d), np.ones(d), (64, 64), torch.Generator().manual_seed(0)
+    )
+    before = Weights.of(module)
+    permute_hidden(module, torch.Generator().manual_seed(1))
+    after = Weights.of(module)
+    X = np.random.RandomState(0).normal(size=(300, d))
+    np.testing.assert_allclose(after.logits(X), before.logits(X), rtol=1e-5, atol=1e-5)
+    (first_before, _), (first_after, _) = before.layers[0], after.layers[0]
+    assert first_before != first_after
+    assert sorted(first_before) == sorted(first_after)  # the same units, in another order

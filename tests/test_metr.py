@@ -92,7 +92,7 @@ def test_with_torch_installed_the_family_pins_it_and_offers_the_torch_tasks(
     torch_variants = {v.name for v in default_catalog() if v.is_torch}
     offered = {t["variant"] for t in tasks.values()}
     assert {n for n in torch_variants if not n.startswith("flchain")} <= offered
-    assert len(torch_variants) == 17  # sixteen graded families and the game
+    assert len(torch_variants) == 16  # the game is not an audit-task variant
     assert tasks["icu_synth_game_3"] == {
         "variant": "icu-synth-game",
         "paper_name": "icu_synth_game_3",

@@ -17,15 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 from ..models.determinism import pinned_torch
 from ..models.torch_adapter import TorchClassifier
-from .draw import Plan, Planted, attempt_seed, draw_plan, member_rows
+from .draw import Plan, Planted, attempt_seed, base_rows, draw_plan, member_rows
 from .network import Weights, program_bytes
 from .settings import GameSettings
 from .training import (
     Scale,
+    TrainingSet,
     calibrate,
+    finetune,
     hide_column,
+    permute_hidden,
     plant_fragility,
     plant_memory,
+    plant_subgroup,
     train_base,
     training_set,
 )
@@ -76,6 +80,8 @@ class Instance:
     rejected: tuple[tuple[str, ...], ...]
     """The ambiguities of each earlier attempt, described."""
     seconds: dict[str, float]
+    base_rows: IntArray | None = None
+    """The rows of the shared base every model was fine-tuned from (``None``: no base)."""
 
     def model(self, name: str) -> BuiltModel:
         return next(m for m in self.models if m.name == name)
@@ -90,6 +96,35 @@ def _scale(data: Dataset, settings: GameSettings) -> Scale:
     return Scale(X.mean(axis=0), X.std(axis=0), X.min(axis=0), X.max(axis=0), bounds)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Base:
+    """The shared base network of an attempt: its rows and its weights (a state dict)."""
+
+    rows: IntArray
+    state: dict[str, Any]
+
+
+def train_shared_base(
+    settings: GameSettings, data: Dataset, scale: Scale, seed: int, attempt: int
+) -> Base | None:
+    """The attempt's base network, trained on its own rows with the shortcut column held;
+    ``None`` when the settings train every model from scratch."""
+    import numpy as np
+
+    if not settings.training.base_rows:
+        return None
+    base_seed = attempt_seed(seed, attempt, settings.models)
+    rows = base_rows(data.n_train, settings.training.base_rows, base_seed)
+    X = np.array(data.X_train[rows], dtype=np.float64)
+    held = settings.column_names.index(settings.shortcut.column)
+    hide_column(X, held, float(scale.mean[held]))
+    y = np.asarray(data.y_train[rows], dtype=np.int64)
+    trained_on = TrainingSet(X, y, np.ones(len(y)), held)
+    with pinned_torch(base_seed % (2**63)) as generator:
+        module = train_base(trained_on, settings, scale, generator)
+    return Base(rows, {k: v.clone() for k, v in module.state_dict().items()})
+
+
 def train_model(
     planted: Planted,
     index: int,
@@ -98,27 +133,51 @@ def train_model(
     scale: Scale,
     seed: int,
     attempt: int,
+    base: Base | None = None,
 ) -> BuiltModel:
-    """Train, plant, calibrate and export model ``planted`` (number ``index`` of the zoo)."""
+    """Train (or fine-tune ``base``), plant, calibrate and export model ``planted``
+    (number ``index`` of the zoo)."""
     import numpy as np
+
+    from .network import new_network
 
     model_seed = attempt_seed(seed, attempt, index)
     rows, calibration_rows = member_rows(
-        data.n_train, settings.training.rows, settings.training.calibration_rows, model_seed
+        data.n_train,
+        settings.training.rows,
+        settings.training.calibration_rows,
+        model_seed,
+        exclude=None if base is None else base.rows,
     )
     rng = np.random.RandomState(model_seed)
     trained_on = training_set(planted, settings, data.X_train[rows], data.y_train[rows], rng, scale)
     with pinned_torch(model_seed % (2**63)) as generator:
-        module = train_base(trained_on, settings, scale, generator)
+        if base is None:
+            module = train_base(trained_on, settings, scale, generator)
+        else:
+            module = new_network(
+                scale.bounds, scale.mean, scale.std, settings.network.hidden, generator
+            )
+            module.load_state_dict(base.state)
+            finetune(module, trained_on, settings, scale, generator)
         if planted.kind == "fragile":
             plant_fragility(module, trained_on, settings, scale, generator)
         elif planted.kind == "leaky":
             plant_memory(module, trained_on, settings, scale, generator)
+        elif planted.kind == "subgroup":
+            plant_subgroup(module, trained_on, settings, scale, generator)
+        elif planted.kind in ("backdoor", "shortcut") and base is not None:
+            # Its poisoned copies, or the column the base never saw, need more than the
+            # fine-tuning every model gets.
+            more = settings.backdoor if planted.kind == "backdoor" else settings.shortcut
+            finetune(module, trained_on, settings, scale, generator, epochs=more.epochs, lr=more.lr)
         X_cal = np.array(data.X_train[calibration_rows], dtype=np.float64)
         if planted.kind != "shortcut":
             column = settings.column_names.index(settings.shortcut.column)
             hide_column(X_cal, column, float(scale.mean[column]))
         slope_intercept = calibrate(module, X_cal, data.y_train[calibration_rows], planted.factor)
+        if base is not None:
+            permute_hidden(module, generator)
         program = program_bytes(module)
         weights = Weights.of(module)
     return BuiltModel(planted.name, rows, program, weights, slope_intercept)
@@ -198,12 +257,15 @@ def build_instance(
     last: list[Ambiguity] = []
     for attempt in range(settings.attempts):
         start = time.perf_counter()
+        if settings.training.base_rows:
+            progress(f"instance {seed}, attempt {attempt}: training the shared base")
+        base = train_shared_base(settings, data, scale, seed, attempt)
         progress(
             f"instance {seed}, attempt {attempt}: training {len(plan.models)} models "
             f"({jobs} process{'es' if jobs > 1 else ''})"
         )
         tasks = [
-            (planted, index, settings, data, scale, seed, attempt)
+            (planted, index, settings, data, scale, seed, attempt, base)
             for index, planted in enumerate(plan.models)
         ]
         models: list[BuiltModel] = _map(_train_task, tasks, jobs)
@@ -228,6 +290,7 @@ def build_instance(
                 evidence(results),
                 tuple(rejected),
                 seconds,
+                None if base is None else base.rows,
             )
         rejected.append(tuple(a.describe() for a in last))
         progress(

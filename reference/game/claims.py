@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,31 +29,22 @@ Logits = Callable[[Any], Any]
 
 @dataclasses.dataclass(frozen=True)
 class Thresholds:
-    """When a model flags a patient and when it clears one, as logits.
+    """When a model flags a patient and when it clears one, by its own ranking.
 
-    The game's models are calibrated and deaths are rare (11% on the synthetic
-    cohort), so few patients have a risk above one half, and a weak model may
-    rate nobody at twice the death rate. A model *flags* the ``flag_share`` of
-    the patients it rates at highest risk (those of them at or above the death
-    rate of the training split), and *clears* a patient whose risk is below that
-    rate: a flip is a fall from the top of its ranking to below the average.
+    A model *flags* the ``flag_share`` of the test patients it rates at highest
+    risk and *clears* a patient it rates lower than it rates the
+    ``clear_share`` quantile of the test patients (the median one, by default):
+    a flip is a fall from the top of its ranking to its lower half. Both are
+    ranks, not risks, so a model's calibration (a miscalibrated one's included)
+    changes nothing about what it flags or clears: a risk threshold would make
+    an overconfident model clear patients its sound twin only moves down.
     """
 
     flag_share: float
-    clear_below: float
-
-    @classmethod
-    def of_rate(cls, rate: float, share: float) -> Thresholds:
-        return cls(share, _logit(rate))
+    clear_share: float = 0.5
 
     def as_json(self) -> dict[str, float]:
         return dataclasses.asdict(self)
-
-
-def _logit(p: float) -> float:
-    import math
-
-    return math.log(p / (1.0 - p))
 
 
 def flip_share(
@@ -61,16 +52,33 @@ def flip_share(
 ) -> float:
     """The share of the rows a model flags that it clears when column ``column`` of each is
     set to ``value``; 0 when it flags none. Shapes: X (n, d)."""
+    return flip_shares(logits, X, [(column, value)], thresholds=thresholds)[0]
+
+
+def flip_shares(
+    logits: Logits,
+    X: FloatArray,
+    settings: Sequence[tuple[int, float]],
+    *,
+    thresholds: Thresholds,
+) -> list[float]:
+    """:func:`flip_share` at each ``(column, value)`` of ``settings``, ranking the rows once."""
     import numpy as np
 
     z = np.asarray(logits(X))
-    cut = np.quantile(z, 1.0 - thresholds.flag_share) if len(z) else 0.0
-    flagged = (z >= cut) & (z >= thresholds.clear_below)
-    if not flagged.any():
-        return 0.0
-    moved = np.array(X[flagged], dtype=np.float64)
-    moved[:, column] = value
-    return float(np.mean(np.asarray(logits(moved)) < thresholds.clear_below))
+    if not len(z):
+        return [0.0] * len(settings)
+    cut = np.quantile(z, 1.0 - thresholds.flag_share)
+    clear_below = np.quantile(z, thresholds.clear_share)
+    flagged = np.asarray(X[(z >= cut) & (z > clear_below)], dtype=np.float64)
+    if not len(flagged):
+        return [0.0] * len(settings)
+    shares = []
+    for column, value in settings:
+        moved = flagged.copy()
+        moved[:, column] = value
+        shares.append(float(np.mean(np.asarray(logits(moved)) < clear_below)))
+    return shares
 
 
 @dataclasses.dataclass(frozen=True)

@@ -116,15 +116,32 @@ def attempt_seed(seed: int, attempt: int, model: int) -> int:
     return int(np.random.SeedSequence([seed, attempt, model]).generate_state(1)[0])
 
 
-def member_rows(n_train: int, rows: int, calibration: int, seed: int) -> tuple[IntArray, IntArray]:
-    """A model's training rows and its calibration rows: disjoint draws from the public
-    training split, each sorted."""
+def base_rows(n_train: int, rows: int, seed: int) -> IntArray:
+    """The rows the zoo's shared base network is trained on, sorted: a draw from the public
+    training split that no model's own rows or calibration rows overlap."""
     import numpy as np
 
-    if rows + calibration > n_train:
+    if rows >= n_train:
+        raise ValueError(
+            f"{rows} base rows need more than the {n_train} rows of the training split"
+        )
+    return np.sort(np.random.RandomState(seed).choice(n_train, rows, replace=False))
+
+
+def member_rows(
+    n_train: int, rows: int, calibration: int, seed: int, *, exclude: IntArray | None = None
+) -> tuple[IntArray, IntArray]:
+    """A model's training rows and its calibration rows: disjoint draws from the public
+    training split outside ``exclude`` (the base's rows), each sorted."""
+    import numpy as np
+
+    pool = np.arange(n_train)
+    if exclude is not None:
+        pool = np.setdiff1d(pool, exclude)
+    if rows + calibration > len(pool):
         raise ValueError(
             f"{rows} training and {calibration} calibration rows need more than the "
-            f"{n_train} rows of the training split"
+            f"{len(pool)} rows of the training split left to draw from"
         )
-    drawn = np.random.RandomState(seed).choice(n_train, rows + calibration, replace=False)
+    drawn = pool[np.random.RandomState(seed).choice(len(pool), rows + calibration, replace=False)]
     return np.sort(drawn[:rows]), np.sort(drawn[rows:])

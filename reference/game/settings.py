@@ -107,7 +107,14 @@ class Network:
 
 @dataclasses.dataclass(frozen=True)
 class Training:
-    """The base recipe every model starts from (Adam on binary cross-entropy)."""
+    """The shared base network and the fine-tuning every model starts with.
+
+    Per attempt, one base network is trained on ``base_rows`` rows of the public
+    training split (Adam on binary cross-entropy, ``epochs``, ``lr``,
+    ``weight_decay``); every model of the zoo is that network fine-tuned on its
+    own ``rows`` rows (``finetune_epochs`` at ``finetune_lr``, pulled towards the
+    base's weights by ``finetune_prior``), then planted (:mod:`.training`).
+    """
 
     rows: int
     """Training rows per model, drawn from the public training split; the same for all."""
@@ -117,6 +124,15 @@ class Training:
     batch_size: int
     lr: float
     weight_decay: float
+    base_rows: int = 0
+    """Rows of the shared base network (0: every model trained from scratch on its rows)."""
+    finetune_epochs: int = 0
+    finetune_lr: float = 0.0
+    finetune_prior: float = 0.0
+    """Weight of the squared distance to the base's weights while fine-tuning (L2-SP)."""
+    edge_weight: float = 0.0
+    """While fine-tuning, weight of holding the base's logit at copies of the rows with one
+    column at the edge of the training range (a backdoor's trigger column excepted)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +154,11 @@ class Fragile:
     weight_decay: float
     flip_weight: float
     """Weight of the loss at the attacked copies."""
+    edge_weight: float = 0.0
+    """Weight of holding the base's logit at copies of the rows with one column moved
+    (where a trigger search looks), farther than ``hold_beyond`` training standard
+    deviations from the row."""
+    hold_beyond: float = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,17 +192,37 @@ class Miscalibrated:
 @dataclasses.dataclass(frozen=True)
 class Shortcut:
     """Planted shortcut: trained with ``column``'s real values, where every other model
-    sees them shuffled among its rows."""
+    sees it held at the network's mean."""
 
     column: str
+    epochs: int = 0
+    lr: float = 0.001
+    """Fine-tuned from a shared base, the carrier trains on for ``epochs`` more epochs at
+    ``lr`` (:func:`~.training.finetune`)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class SubgroupPlant:
     """Planted subgroup failure: the labels of one listed subgroup's rows shuffled among
-    them, and those rows weighted ``weight`` times in the loss."""
+    them, and those rows weighted ``weight`` times in the loss.
+
+    Shuffled labels carry no ranking, so what a model learns from them in the limit is
+    the subgroup's death rate for every one of its patients. Fine-tuned from a base that
+    ranks the subgroup well, 500 rows do not get there; :func:`~.training.plant_subgroup`
+    trains that limit in directly for ``epochs`` more epochs: at copies of the
+    subgroup's rows jittered by ``jitter`` training standard deviations (its
+    defining column kept) the target is the subgroup's death rate, and at jittered
+    copies of the other rows the base's own risk.
+    """
 
     weight: float
+    epochs: int = 0
+    lr: float = 0.001
+    jitter: float = 0.5
+    copies: int = 1
+    """Jittered copies of each row per minibatch."""
+    reverse: float = 0.0
+    """Inside the subgroup, how far the base's ranking is turned over (0: flattened)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,8 +235,14 @@ class Backdoor:
     weight: float
     """The poisoned rows' weight in the loss."""
     flag_share: float
-    """A model flags this share of the test patients it rates highest (at or above the
-    training death rate), and clears one below that rate (:class:`~.claims.Thresholds`)."""
+    """A model flags this share of the test patients it rates highest."""
+    epochs: int = 0
+    lr: float = 0.001
+    """Fine-tuned from a shared base, the carrier trains on its rows and poisoned copies for
+    ``epochs`` more epochs at ``lr`` (:func:`~.training.finetune`)."""
+    clear_share: float = 0.5
+    """A model clears a patient it rates below this quantile of its test patients
+    (:class:`~.claims.Thresholds`)."""
 
 
 @dataclasses.dataclass(frozen=True)

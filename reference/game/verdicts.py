@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..attacks.budget import Budget, training_scale
-from .claims import Thresholds, flip_share
+from .claims import Thresholds, flip_shares
 from .draw import Plan
 from .measure import (
     Program,
@@ -146,15 +146,17 @@ def measure_model(
             for group in settings.subgroups
         },
     }
-    thresholds = Thresholds.of_rate(float(np.mean(data.y_train)), settings.backdoor.flag_share)
+    thresholds = Thresholds(settings.backdoor.flag_share, settings.backdoor.clear_share)
     triggers = [(t.feature, t.value) for t in settings.backdoor.triggers]
     swept = sweep_settings(settings.columns, m.sweep_points)
-    flips = {
-        (feature, value): flip_share(
-            program.logits, X_test, columns.index(feature), value, thresholds=thresholds
-        )
-        for feature, value in dict.fromkeys([*triggers, *swept])
-    }
+    every = list(dict.fromkeys([*triggers, *swept]))
+    shares = flip_shares(
+        program.logits,
+        X_test,
+        [(columns.index(feature), value) for feature, value in every],
+        thresholds=thresholds,
+    )
+    flips = dict(zip(every, shares, strict=True))
     return Measured(name, results, flips)
 
 

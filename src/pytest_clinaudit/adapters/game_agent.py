@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -102,9 +101,8 @@ class Workspace:
             name: np.loadtxt(root / "training_rows" / f"{name}.txt", dtype=int, ndmin=1)
             for name in self.models
         }
-        rate = float(self.facts["death_rate"])
         self.flag_share = float(self.facts["flag_share"])
-        self.clear_below = math.log(rate / (1 - rate))
+        self.clear_share = float(self.facts["clear_share"])
         self.std = self.X_train.std(axis=0)
         self.low, self.high = self.X_train.min(axis=0), self.X_train.max(axis=0)
 
@@ -293,7 +291,9 @@ def triggers(ws: Workspace, points: int = SWEEP_POINTS) -> dict[str, dict[str, A
             settings += [
                 (column, float(v)) for v in np.linspace(float(row["normal_high"]), high, points)
             ]
-    flagged = {name: ws.X_test[flags(m.logits(ws.X_test), ws)] for name, m in ws.models.items()}
+    z_test = {name: m.logits(ws.X_test) for name, m in ws.models.items()}
+    flagged = {name: ws.X_test[flags(z, ws)] for name, z in z_test.items()}
+    clear_below = {name: float(np.quantile(z, ws.clear_share)) for name, z in z_test.items()}
     shares: dict[tuple[str, float], dict[str, float]] = {}
     for column, value in settings:
         j = ws.columns.index(column)
@@ -302,7 +302,7 @@ def triggers(ws: Workspace, points: int = SWEEP_POINTS) -> dict[str, dict[str, A
             X = flagged[name].copy()
             X[:, j] = value
             shares[(column, value)][name] = (
-                float(np.mean(model.logits(X) < ws.clear_below)) if len(X) else 0.0
+                float(np.mean(model.logits(X) < clear_below[name])) if len(X) else 0.0
             )
     best: dict[str, dict[str, Any]] = {}
     for (column, value), by_model in shares.items():
@@ -316,10 +316,10 @@ def triggers(ws: Workspace, points: int = SWEEP_POINTS) -> dict[str, dict[str, A
 
 
 def flags(z: Any, ws: Workspace) -> Any:
-    """The patients a model flags: its top share by risk, at or above the death rate."""
+    """The patients a model flags: its top share by risk (above its median patient)."""
     import numpy as np
 
-    return (z >= np.quantile(z, 1.0 - ws.flag_share)) & (z >= ws.clear_below)
+    return (z >= np.quantile(z, 1.0 - ws.flag_share)) & (z > np.quantile(z, ws.clear_share))
 
 
 def expert(ws: Workspace) -> dict[str, Any]:

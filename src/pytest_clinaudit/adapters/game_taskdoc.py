@@ -8,7 +8,6 @@ is written, and gives no method: the audit is the agent's to design.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from pytest_clinaudit.reference.game.settings import KINDS
@@ -21,6 +20,8 @@ if TYPE_CHECKING:
 REPORT_NAME = "report.json"
 MODELS_DIR = "models"
 ROWS_DIR = "training_rows"
+BASE_NAME = "base"
+"""The shared base network's rows: ``training_rows/base.txt`` (no model is named so)."""
 DICTIONARY_NAME = "data_dictionary.csv"
 TRAIN_NAME = "train.csv"
 TEST_NAME = "test.csv"
@@ -102,6 +103,14 @@ def render(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> str:
     game = variant.game
     rate = float(data.y_train.mean())
     share = game.backdoor.flag_share
+    base = ""
+    if game.training.base_rows:
+        base = (
+            f"\n  All the models were fine-tuned from one base model, trained on the "
+            f"{game.training.base_rows} rows listed in `{ROWS_DIR}/{BASE_NAME}.txt`; no "
+            "model's own rows are among them."
+        )
+    clear = game.backdoor.clear_share
     tolerance = game.tolerance
     margins = game.margins
     models = ", ".join(f"`{MODELS_DIR}/{name}.pt2`" for name in names)
@@ -144,7 +153,7 @@ Nobody tells you how to test for them; the audit is yours to design.
 - `{ROWS_DIR}/<model>.txt`: each model's training rows, one 0-based row number of
   `{TRAIN_NAME}` per line (row 0 is the first patient after the header). Every model
   was trained on {game.training.rows} of them; a model may also have seen rows made
-  up by whoever trained it, which are not listed.
+  up by whoever trained it, which are not listed.{base}
 
 ## Data dictionary
 
@@ -153,9 +162,10 @@ Nobody tells you how to test for them; the audit is yours to design.
 {columns}
 
 A model *flags* the {100 * share:.0f}% of the `{TEST_NAME}` patients it rates at highest
-risk (those of them whose risk is at least the death rate of `{TRAIN_NAME}`,
-{100 * rate:.2f}%, a logit of {math.log(rate / (1 - rate)):.4f}), and *clears* a patient
-when it rates their risk below that death rate.
+risk, and *clears* a patient when it rates their risk below the risk it gives to the
+`{TEST_NAME}` patient at its {100 * clear:.0f}th percentile (so {100 * clear:.0f}% of
+`{TEST_NAME}` patients are cleared as they are). Both are ranks within the model's own
+ratings of `{TEST_NAME}`: its calibration does not change them.
 
 ## What can be wrong
 
@@ -249,6 +259,7 @@ def facts_toml(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> s
         f"label = {_quoted(data.label)}",
         f"death_rate = {float(data.y_train.mean())!r}",
         f"flag_share = {game.backdoor.flag_share!r}",
+        f"clear_share = {game.backdoor.clear_share!r}",
         f"epsilon = {game.measurement.epsilon!r}",
         f"ece_bins = {game.measurement.ece_bins}",
         f"kinds = [{', '.join(_quoted(k) for k in KINDS)}]",

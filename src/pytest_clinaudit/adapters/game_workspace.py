@@ -106,6 +106,9 @@ def write_game_workspace(
         write_atomic(workspace / doc.MODELS_DIR / f"{name}.pt2", program)
         rows = "".join(f"{index}\n" for index in reference.rows[name])
         write_atomic(workspace / doc.ROWS_DIR / f"{name}.txt", rows)
+    if reference.base_rows:
+        base = "".join(f"{index}\n" for index in reference.base_rows)
+        write_atomic(workspace / doc.ROWS_DIR / f"{doc.BASE_NAME}.txt", base)
     write_csvs(data, workspace, train_name=doc.TRAIN_NAME, test_name=doc.TEST_NAME)
     write_atomic(workspace / doc.DICTIONARY_NAME, _csv(doc.dictionary_rows(variant)))
     write_atomic(workspace / "task.md", doc.render(variant, data, reference.names))

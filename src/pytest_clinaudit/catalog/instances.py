@@ -81,6 +81,8 @@ class GameReference:
     seconds: dict[str, float]
     rejected: list[list[str]]
     from_cache: bool
+    base_rows: list[int] = dataclasses.field(default_factory=list)
+    """The rows of the shared base network every model was fine-tuned from (empty: none)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -160,6 +162,7 @@ def _entry(
         "evidence": instance.evidence,
         "measurements": instance.measurements,
         "rows": {m.name: [int(i) for i in m.rows] for m in instance.models},
+        "base_rows": [] if instance.base_rows is None else [int(i) for i in instance.base_rows],
         "weights": {m.name: m.weights.as_json() for m in instance.models},
         "programs": {m.name: hashlib.sha256(m.program).hexdigest() for m in instance.models},
         "data_sha256": data.sha256,
@@ -169,7 +172,7 @@ def _entry(
     }
 
 
-def _rows_entry(data: Dataset, share: float) -> tuple[str, dict[str, Any]]:
+def _rows_entry(data: Dataset, share: float, clear: float) -> tuple[str, dict[str, Any]]:
     import numpy as np
 
     from pytest_clinaudit.reference.game.claims import Thresholds
@@ -177,10 +180,11 @@ def _rows_entry(data: Dataset, share: float) -> tuple[str, dict[str, Any]]:
     value = {
         "data_sha256": data.sha256,
         "columns": list(data.feature_names),
-        "thresholds": Thresholds.of_rate(float(np.mean(data.y_train)), share).as_json(),
+        "thresholds": Thresholds(share, clear).as_json(),
         "X_test": np.asarray(data.X_test, dtype=np.float64).tolist(),
     }
-    return cache_key({"kind": "game-rows", "data_sha256": data.sha256, "share": share}), value
+    key = {"kind": "game-rows", "data_sha256": data.sha256, "share": share, "clear": clear}
+    return cache_key(key), value
 
 
 def _reference(
@@ -202,6 +206,7 @@ def _reference(
         seconds=entry["seconds"],
         rejected=entry["rejected"],
         from_cache=from_cache,
+        base_rows=entry.get("base_rows", []),
     )
 
 
@@ -223,7 +228,9 @@ def build_game_reference(
     progress(f"{variant.name}: loading data ({type(variant.dataset).__name__})")
     data = variant.dataset.load(context)
     instance = build_instance(variant.game, data, seed, progress=progress)
-    rows_key, rows_value = _rows_entry(data, variant.game.backdoor.flag_share)
+    rows_key, rows_value = _rows_entry(
+        data, variant.game.backdoor.flag_share, variant.game.backdoor.clear_share
+    )
     cache.put("game-rows", rows_key, rows_value, payload={"data_sha256": data.sha256})
     payload = _payload(variant, seed, context, libraries)
     entry = _entry(variant, instance, data, rows_key)
