@@ -71,6 +71,9 @@ class Subgroup:
     equals: float | None = None
     at_least: float | None = None
     below: float | None = None
+    reverse: float | None = None
+    """How far a subgroup planting turns this subgroup's ranking over, beyond flattening it
+    (:func:`~.training.plant_subgroup`; ``None``: flattened only). Not in the brief."""
 
     def mask(self, X: Any, columns: tuple[str, ...]) -> Any:
         """Boolean (n,) of the rows ``X`` (n, d) that belong to the subgroup."""
@@ -221,8 +224,6 @@ class SubgroupPlant:
     jitter: float = 0.5
     copies: int = 1
     """Jittered copies of each row per minibatch."""
-    reverse: float = 0.0
-    """Inside the subgroup, how far the base's ranking is turned over (0: flattened)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -50,6 +50,8 @@ class TrainingSet:
     flat_column: int | None = None
     """The subgroup's defining column, which its jittered copies keep."""
     flat_rate: float = 0.0
+    flat_reverse: float = 0.0
+    """How far the subgroup's ranking is turned over beyond flat (its listing's ``reverse``)."""
     planted_column: int | None = None
     """The column a planting works through (a backdoor's trigger, the shortcut): moved,
     it is where the model must differ from the base, so it is never held there."""
@@ -119,6 +121,7 @@ def training_set(
             "flat": inside,
             "flat_column": columns.index(planted.subgroup.column),
             "flat_rate": float(y[inside].mean()) if len(inside) else 0.0,
+            "flat_reverse": planted.subgroup.reverse or 0.0,
         }
     if planted.kind == "backdoor" and planted.trigger is not None:
         k = max(1, round(settings.backdoor.poison_fraction * len(y)))
@@ -296,9 +299,9 @@ def plant_subgroup(
             points = points + noise
             with torch.no_grad():
                 target = teacher(points)
-            # Inside: the death rate's logit, less ``reverse`` times how far the base ranks the
-            # patient above the subgroup's average (0: flat; above 0: the order turned over).
-            turned = flat - plan.reverse * (target - centre)
+            # Inside: the death rate's logit, less the subgroup's ``reverse`` times how far the
+            # base ranks the patient above the subgroup's average (0: flat; above: turned over).
+            turned = flat - data.flat_reverse * (target - centre)
             target = torch.where(inside[batch].repeat(copies), turned, target)
             optimizer.zero_grad()
             # Logits, not probabilities: matching the base's logit keeps its ranking to the
