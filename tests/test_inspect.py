@@ -81,3 +81,30 @@ def test_one_sample_per_variant_with_the_workspace_as_files(tmp_path: Path) -> N
     for sample in task.dataset:
         assert sorted(sample.files) == ["model.pkl", "task.md", "test.csv", "train.csv"]
         assert "Write `report.json` in this directory" in sample.input
+
+
+@pytest.mark.slow
+def test_a_game_instance_is_a_sample_whose_score_has_the_games_parts(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    pytest.importorskip("torch")
+    from game_helpers import install_fake_instance
+
+    from pytest_clinaudit.adapters.inspect_task import game_agent_solver
+
+    install_fake_instance(cache_dir, 2, with_programs=True)
+    task = clinical_security_audit(
+        variants="icu-synth-game",
+        seeds="2",
+        workdir=str(tmp_path / "work"),
+        solver=game_agent_solver(agent="null", python=sys.executable),
+    )
+    logs = inspect_ai.eval(
+        task, model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none"
+    )
+    assert logs[0].status == "success", logs[0].error
+    (sample,) = logs[0].samples or []
+    assert sample.id == "icu-synth-game-2"
+    score = next(iter(sample.scores.values()))
+    assert score.value["score"] == 0.0
+    assert set(score.value) == {"score", "detection", "localization", "evidence"}

@@ -92,7 +92,15 @@ def test_with_torch_installed_the_family_pins_it_and_offers_the_torch_tasks(
     torch_variants = {v.name for v in default_catalog() if v.is_torch}
     offered = {t["variant"] for t in tasks.values()}
     assert {n for n in torch_variants if not n.startswith("flchain")} <= offered
-    assert len(torch_variants) == 16
+    assert len(torch_variants) == 16  # the game is not an audit-task variant
+    assert tasks["icu_synth_game_3"] == {
+        "variant": "icu-synth-game",
+        "paper_name": "icu_synth_game_3",
+        "seed": 3,
+    }
+    assert {name for name, t in tasks.items() if t["variant"] == "icu-synth-game"} == set(
+        family.GAME_TASKS
+    )  # the game's instances 1-10
 
 
 def test_with_scikit_survival_installed_the_family_pins_it_and_offers_the_cohort_tasks(
@@ -107,8 +115,9 @@ def test_with_scikit_survival_installed_the_family_pins_it_and_offers_the_cohort
     assert set(family.COHORT_TASKS) <= set(tasks)
     offered = [family.TASKS, family.COHORT_TASKS]
     if importlib.util.find_spec("torch") is not None:
-        # With torch too (the test extra), every torch variant, FLCHAIN's included.
-        offered += [family.TORCH_TASKS, family.COHORT_TORCH_TASKS]
+        # With torch too (the test extra), every torch variant, FLCHAIN's included, and
+        # the game's instances.
+        offered += [family.TORCH_TASKS, family.COHORT_TORCH_TASKS, family.GAME_TASKS]
         assert tasks["flchain_mlp_dp"]["variant"] == "flchain-mlp-dp"
         assert {v.name for v in default_catalog() if v.is_torch} <= {
             t["variant"] for t in tasks.values()

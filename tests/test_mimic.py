@@ -151,7 +151,7 @@ def test_the_source_is_registered_and_the_mimic_variants_use_it() -> None:
         assert variant.params.membership_inference.pool_cap == 5000
     # The fourteen sps-v1 variants (wdbc, mimic, icu-synth; flchain 3, whas500 2); the torch
     # variants (sps-v1-wb2) are tested in test_nn_*.
-    assert len([n for n in catalog.names() if catalog.get(n).semantics == "sps-v1"]) == 14
+    assert len([n for n in catalog.names() if catalog.find(n).semantics == "sps-v1"]) == 14
 
 
 # ------------------------------------------------------------- finding the directory

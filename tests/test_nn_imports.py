@@ -18,7 +18,7 @@ import pytest_clinaudit.reference.attacks.whitebox
 from pytest_clinaudit.catalog.variants import default_catalog
 
 catalog = default_catalog()
-torch_variants = [n for n in catalog.names() if catalog.get(n).semantics == "sps-v1-wb2"]
+torch_variants = [n for n in catalog.names() if catalog.find(n).semantics == "sps-v1-wb2"]
 print(json.dumps({
     "torch_variants": torch_variants,
     "imported": sorted({m.split(".")[0] for m in sys.modules} & {"torch", "opacus"}),

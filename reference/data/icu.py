@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .dataset import DataError, Dataset, LoadContext
 
@@ -73,6 +73,14 @@ DEFAULT_SEED = 42
 AGE_CAP = 91
 """MIMIC-IV shifts every ``anchor_age`` above 89 to 91 (a de-identification rule)."""
 
+COMFORT_CARE = "comfort_care_order"
+"""The optional post-outcome column, after the eight features."""
+
+COMFORT_CARE_RATES = (0.02, 0.40)
+"""P(comfort-care order | survived), P(comfort-care order | died): about 6% of stays
+carry the order and about 70% of those die, the shape of ICU comfort-care orders
+(most are written for patients expected to die within days)."""
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ICUCohort:
@@ -92,6 +100,9 @@ class ICUCohort:
         The generator's true risk score (logit scale, before the calibrated
         intercept) per row, for diagnostics: its AUROC is what no model can beat
         by more than sampling noise.
+    comfort_care_train, comfort_care_test
+        The post-outcome ``comfort_care_order`` (0/1) per row when it was asked
+        for, else ``None``; shapes (n_train,) and (n_test,).
     """
 
     dataset: Dataset
@@ -101,6 +112,8 @@ class ICUCohort:
     std: FloatArray
     risk_train: FloatArray
     risk_test: FloatArray
+    comfort_care_train: FloatArray | None = None
+    comfort_care_test: FloatArray | None = None
 
 
 def _softplus(x: FloatArray) -> FloatArray:
@@ -250,6 +263,8 @@ def generate_icu_cohort(
     n_test: int = N_TEST,
     positive_rate: float = POSITIVE_RATE,
     label: str = LABEL,
+    comfort_care_order: bool = False,
+    raw_units: bool = False,
 ) -> ICUCohort:
     """Generate the synthetic ICU cohort; the same arguments give the same numbers.
 
@@ -265,12 +280,18 @@ def generate_icu_cohort(
         sizes, so each split's rate is ``positive_rate`` up to one row.
     label
         Name of the label column.
+    comfort_care_order
+        Add the post-outcome column :data:`COMFORT_CARE` after the eight
+        features (drawn after every other number, which stays as it was).
+    raw_units
+        The dataset holds raw values in real units rather than z-scores.
 
     Returns
     -------
     ICUCohort
-        The z-scored :class:`~pytest_clinaudit.reference.data.Dataset` (name
-        ``"icu-synth"``) together with the raw rows and the z-scoring statistics.
+        The :class:`~pytest_clinaudit.reference.data.Dataset` (name
+        ``"icu-synth"``; z-scored unless ``raw_units``) together with the raw
+        rows and the z-scoring statistics.
     """
     import numpy as np
 
@@ -313,43 +334,84 @@ def generate_icu_cohort(
 
     raw_train, raw_test = raw[train_idx], raw[test_idx]
     X_train, X_test, mean, std = _z_score(raw_train, raw_test)
-    for array in (raw_train, raw_test, mean, std):
+    if raw_units:
+        X_train, X_test = raw_train, raw_test
+    names: tuple[str, ...] = FEATURES
+    care_train = care_test = None
+    if comfort_care_order:
+        # Drawn last, so that every number above is what it is without the column.
+        care = _comfort_care(rng, y)
+        care_train, care_test = care[train_idx], care[test_idx]
+        X_train = np.column_stack([X_train, _scaled(care_train, raw_units)])
+        X_test = np.column_stack([X_test, _scaled(care_test, raw_units, care_train)])
+        names = (*FEATURES, COMFORT_CARE)
+    arrays = (raw_train, raw_test, mean, std, risk[train_idx], risk[test_idx])
+    for array in (*arrays, *(a for a in (care_train, care_test) if a is not None)):
         array.setflags(write=False)
-    risk_train, risk_test = risk[train_idx], risk[test_idx]
-    risk_train.setflags(write=False)
-    risk_test.setflags(write=False)
     dataset = Dataset(
         name="icu-synth",
         label=label,
-        feature_names=FEATURES,
+        feature_names=names,
         X_train=X_train,
         y_train=y[train_idx],
         X_test=X_test,
         y_test=y[test_idx],
     )
-    return ICUCohort(dataset, raw_train, raw_test, mean, std, risk_train, risk_test)
+    return ICUCohort(dataset, *arrays, care_train, care_test)
+
+
+def _comfort_care(rng: np.random.RandomState, y: IntArray) -> FloatArray:
+    """The post-outcome comfort-care order of every stay, from its label alone."""
+    import numpy as np
+
+    survived, died = COMFORT_CARE_RATES
+    chance = rng.random_sample(len(y))
+    return (chance < np.where(y == 1, died, survived)).astype(np.float64)
+
+
+def _scaled(column: FloatArray, raw_units: bool, train: FloatArray | None = None) -> FloatArray:
+    """The comfort-care column as the dataset holds it: 0/1, or z-scored by the training split."""
+    import numpy as np
+
+    if raw_units:
+        return column
+    reference = column if train is None else train
+    n = len(reference)
+    mean = math.fsum(reference) / n
+    std = math.sqrt(math.fsum((reference - mean) ** 2) / n) or 1.0
+    scaled: FloatArray = (np.asarray(column) - mean) / std
+    return scaled
 
 
 @dataclasses.dataclass(frozen=True)
 class ICUSynthSource:
-    """The synthetic ICU cohort as a variant's ``[dataset]`` (``source = "icu-synth"``)."""
+    """The synthetic ICU cohort as a variant's ``[dataset]`` (``source = "icu-synth"``).
+
+    ``units`` (``"z"`` when absent) and ``comfort_care_order`` (false when
+    absent) are the game's options (module docstring, steps 6 and 7).
+    """
 
     label: str
     seed: int
     n_train: int
     n_test: int
+    units: Literal["z", "raw"] | None = None
+    comfort_care_order: bool | None = None
 
     def load(self, context: LoadContext) -> Dataset:
         return generate_icu_cohort(
-            seed=self.seed, n_train=self.n_train, n_test=self.n_test, label=self.label
+            seed=self.seed,
+            n_train=self.n_train,
+            n_test=self.n_test,
+            label=self.label,
+            comfort_care_order=bool(self.comfort_care_order),
+            raw_units=self.units == "raw",
         ).dataset
 
     def fingerprint(self, context: LoadContext) -> dict[str, Any]:
         # The rows are a pure function of these settings and the generator's code,
         # whose version is part of the key; RandomState streams are frozen across
-        # NumPy releases (NEP 19), so the NumPy version need not be.
-        return {
-            "source": "icu-synth",
-            "generator_version": GENERATOR_VERSION,
-            **dataclasses.asdict(self),
-        }
+        # NumPy releases (NEP 19), so the NumPy version need not be. Options left
+        # out are left out of the key, which so stays what it was before they existed.
+        settings = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return {"source": "icu-synth", "generator_version": GENERATOR_VERSION, **settings}

@@ -22,13 +22,14 @@ import pytest
 from pytest_clinaudit.grading import options
 
 if TYPE_CHECKING:
+    from pytest_clinaudit.grading.game_session import GameGradingSession
     from pytest_clinaudit.grading.scoring import Grade
     from pytest_clinaudit.grading.session import GradingSession
 
-GRADING = pytest.StashKey["GradingSession"]()
+GRADING = pytest.StashKey["GradingSession | GameGradingSession"]()
 
 
-def _grading(config: pytest.Config) -> GradingSession | None:
+def _grading(config: pytest.Config) -> GradingSession | GameGradingSession | None:
     return config.stash.get(GRADING, None)
 
 
@@ -73,7 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
             # Under xdist the controller sees every worker's reports through this
             # hook, so the process that grades is the one that sees all results.
             config.pluginmanager.register(grading.results, "clinaudit-results")
-            if config.pluginmanager.hasplugin("html"):
+            if config.pluginmanager.hasplugin("html") and isinstance(grading, GradingSession):
                 # pytest-html is installed and active: show the grade in its page.
                 from pytest_clinaudit.pages.grade_html import GradeColumns
 
@@ -156,7 +157,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _write_outputs(
-    config: pytest.Config, grading: GradingSession, grade: Grade, session: pytest.Session
+    config: pytest.Config,
+    grading: GradingSession | GameGradingSession,
+    grade: Grade,
+    session: pytest.Session,
 ) -> None:
     """Suite properties into the JUnit XML (if any) and the score JSON (if asked for)."""
     from pytest_clinaudit.files import write_json_atomic

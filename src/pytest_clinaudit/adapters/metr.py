@@ -98,6 +98,7 @@ def export_metr(out: Path) -> Path:
     tasks = dict(metr_family.TASKS)
     if NOT_INSTALLED not in torch.values():
         tasks.update(metr_family.TORCH_TASKS)
+        tasks.update({name: variant for name, (variant, _) in metr_family.GAME_TASKS.items()})
         # CPU builds ("2.13.0+cpu") live on PyTorch's own index; PyPI's default is a CUDA build.
         pins = [f"--extra-index-url {TORCH_CPU_INDEX}", *pins]
         pins += [f"{name}=={version}" for name, version in torch.items()]

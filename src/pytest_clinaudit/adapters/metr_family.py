@@ -61,27 +61,37 @@ COHORT_TORCH_TASKS = {
     f"flchain_mlp{suffix}": f"flchain-mlp{suffix.replace('_', '-')}"
     for suffix in ("", "_pgd", "_dp", "_clip")
 }
+# The auditing game (SPEC §8): instances 1 to 10 of each game, offered with the torch tasks.
+GAME_SEEDS = range(1, 11)
+GAME_TASKS = {f"icu_synth_game_{seed}": ("icu-synth-game", seed) for seed in GAME_SEEDS}
 
 
-def all_tasks() -> dict[str, str]:
-    """The tasks this family offers: the torch and cohort ones only if its requirements
-    install torch and scikit-survival (the FLCHAIN torch ones: both)."""
+def all_tasks() -> dict[str, tuple[str, int | None]]:
+    """Task name -> (variant, game instance seed or None): the torch tasks and the games
+    only if its requirements install torch, the cohort ones only if they install
+    scikit-survival (the FLCHAIN torch ones: both)."""
     try:
         requirements = (FAMILY_DIR / "requirements.txt").read_text(encoding="utf-8")
     except OSError:
         requirements = ""
     pinned = {line.split("==")[0] for line in requirements.splitlines() if "==" in line}
-    return {
+    plain = {
         **TASKS,
         **(TORCH_TASKS if "torch" in pinned else {}),
         **(COHORT_TASKS if "scikit-survival" in pinned else {}),
         **(COHORT_TORCH_TASKS if {"torch", "scikit-survival"} <= pinned else {}),
     }
+    tasks: dict[str, tuple[str, int | None]] = {name: (v, None) for name, v in plain.items()}
+    if "torch" in pinned:
+        tasks.update(GAME_TASKS)
+    return tasks
 
 
 class Task(TypedDict):
     variant: str
     paper_name: str
+    seed: int | None
+    """A game's instance seed; ``None`` for the audit task."""
 
 
 def _agent_home() -> Path:
@@ -112,26 +122,32 @@ class TaskFamily:
     @staticmethod
     def get_tasks() -> dict[str, Task]:
         return {
-            name: {"variant": variant, "paper_name": name} for name, variant in all_tasks().items()
+            name: {"variant": variant, "paper_name": name, "seed": seed}
+            for name, (variant, seed) in all_tasks().items()
         }
 
     @staticmethod
     def get_instructions(t: Task) -> str:
         _vendored()
-        from pytest_clinaudit.adapters import taskdoc
-        from pytest_clinaudit.catalog.variants import default_catalog
+        from pytest_clinaudit.adapters import game_taskdoc, taskdoc
+        from pytest_clinaudit.catalog.variants import Variant, default_catalog
         from pytest_clinaudit.reference.data import LoadContext
 
-        variant = default_catalog().get(t["variant"])
+        variant = default_catalog().find(t["variant"])
         mimic = os.environ.get("CLINAUDIT_MIMIC_DIR")
         data = variant.dataset.load(
             LoadContext(variant.path.parent, Path(mimic) if mimic else None)
         )
         home = _agent_home()
+        text = (
+            taskdoc.render(variant, data)
+            if isinstance(variant, Variant)
+            else game_taskdoc.render(variant, data, variant.game.model_names())
+        )
         return (
             f"Your files are in {home}. The full instructions below are also in {home}/task.md.\n"
             f"Write your report to {home}/{REPORT_NAME}; it is graded when you submit "
-            "(the submission text itself is not read).\n\n" + taskdoc.render(variant, data)
+            "(the submission text itself is not read).\n\n" + text
         )
 
     @staticmethod
@@ -152,6 +168,7 @@ class TaskFamily:
     def start(t: Task) -> None:
         home, grader = _agent_home(), _grader_dir(t)
         grader.mkdir(parents=True, exist_ok=True)
+        seed = t.get("seed")
         with tempfile.TemporaryDirectory() as scratch:
             subprocess.check_call(
                 [
@@ -161,6 +178,7 @@ class TaskFamily:
                     "build",
                     "--variant",
                     t["variant"],
+                    *(["--seed", str(seed)] if seed is not None else []),
                     "--out",
                     scratch,
                     "-q",
@@ -168,12 +186,17 @@ class TaskFamily:
                 env=dict(_environment(), CLINAUDIT_CACHE_DIR=str(grader / "cache")),
             )
             home.mkdir(parents=True, exist_ok=True)
-            for item in (Path(scratch) / "workspace").iterdir():
-                shutil.copy2(item, home / item.name)
+            workspace = Path(scratch) / "workspace"
+            for item in sorted(workspace.rglob("*")):
+                target = home / item.relative_to(workspace)
+                if item.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                else:
+                    shutil.copy2(item, target)
                 if hasattr(os, "geteuid") and os.geteuid() == 0:
                     # No agent user on a local test machine: the files stay root's.
                     with contextlib.suppress(LookupError, PermissionError):
-                        shutil.chown(home / item.name, user="agent", group="agent")
+                        shutil.chown(target, user="agent", group="agent")
             shutil.copy2(Path(scratch) / "grader" / "manifest.json", grader / "manifest.json")
 
     @staticmethod

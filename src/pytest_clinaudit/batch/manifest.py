@@ -8,6 +8,10 @@ row per submission). Each row names
     file is a valid row: it grades as "no submission", as in the paper.
 ``variant``
     the variant (or the paper's alias) to grade against.
+``manifest`` (optional)
+    the grader's manifest of the workspace the submission came from
+    (``clinaudit build``'s ``grader/manifest.json``), relative to the manifest
+    file; a game needs it to know which instance a report is about.
 anything else
     run metadata, passed to the grading session as ``--clinaudit-meta KEY=VALUE``
     and so written into the JUnit XML (``clinaudit.meta.KEY``) and the score
@@ -36,7 +40,9 @@ from typing import Any
 from pytest_clinaudit.grading.options import meta_item
 
 REQUIRED = ("submission", "variant")
-"""Fields every row must have; every other field is metadata."""
+"""Fields every row must have; every other field but ``manifest`` is metadata."""
+GRADER_MANIFEST = "manifest"
+"""The optional field naming the grader's manifest (``--clinaudit-manifest``)."""
 WHOLE_NUMBER_FIELDS = ("tokens", "turns")
 """Conventional metadata that must be a whole number >= 0 when given."""
 MAX_PROBLEMS = 20
@@ -74,6 +80,8 @@ class Row:
     variant: str
     meta: Mapping[str, str]
     name: str
+    grader_manifest: Path | None = None
+    """The grader's manifest to grade against (absolute), if the row names one."""
 
     @property
     def agent(self) -> str | None:
@@ -166,9 +174,18 @@ class _Problems:
 
 def _validate(
     line: int, record: Mapping[str, Any], base: Path, problems: _Problems
-) -> tuple[Path, str, dict[str, str]] | None:
-    """Check one record; returns (submission, variant, meta) or ``None`` after adding problems."""
+) -> tuple[Path, str, dict[str, str], Path | None] | None:
+    """Check one record; returns (submission, variant, meta, grader manifest) or ``None``
+    after adding problems."""
     before = len(problems)
+    grader: Path | None = None
+    if record.get(GRADER_MANIFEST) not in (None, ""):
+        named = record[GRADER_MANIFEST]
+        if not isinstance(named, str):
+            problems.add(line, f"field 'manifest': expected a path, got {_describe(named)}")
+        else:
+            grader = Path(named.strip())
+            grader = grader if grader.is_absolute() else base / grader
     values: dict[str, str] = {}
     for field in REQUIRED:
         value = record.get(field)
@@ -184,7 +201,7 @@ def _validate(
             values[field] = value.strip()
     meta: dict[str, str] = {}
     for key, value in record.items():
-        if key in REQUIRED:
+        if key in REQUIRED or key == GRADER_MANIFEST:
             continue
         try:
             text = _meta_value(value)
@@ -218,7 +235,12 @@ def _validate(
     submission = Path(values["submission"])
     # Relative to the manifest, not to wherever grade-many runs: a manifest and
     # its submissions move together.
-    return (submission if submission.is_absolute() else base / submission), values["variant"], meta
+    return (
+        (submission if submission.is_absolute() else base / submission),
+        values["variant"],
+        meta,
+        grader,
+    )
 
 
 def _jsonl_records(text: str, problems: _Problems) -> Iterator[tuple[int, Mapping[str, Any]]]:
@@ -332,7 +354,7 @@ def read_batch_manifest(path: Path) -> list[Row]:
     rows = []
     for line, fields in valid:
         assert fields is not None  # problems.raise_if_any() returned
-        submission, variant, meta = fields
+        submission, variant, meta, grader = fields
         rows.append(
             Row(
                 line=line,
@@ -340,6 +362,7 @@ def read_batch_manifest(path: Path) -> list[Row]:
                 variant=variant,
                 meta=meta,
                 name=output_name(line, width, variant, meta),
+                grader_manifest=grader,
             )
         )
     return rows

@@ -1,11 +1,7 @@
 """``clinaudit report``: paper-style tables from the JUnit XML of graded runs.
 
-Every grading session writes its grade into its JUnit XML: the suite
-properties ``clinaudit.score``, ``.category``, ``.variant``, ``.profile``,
-``.reference_sps``, ``.submitted.sps`` and ``.meta.<key>`` (agent, run, tokens,
-turns), and per test case ``clinaudit.check`` and ``.passed``. This module
-reads those files (with junitparser) into :class:`Run` records and aggregates
-them into four tables (layout documented in docs/batch.md):
+The graded runs are read by :mod:`.runs`; this module aggregates them into
+four tables (layout documented in docs/batch.md):
 
 1. per agent: runs, completions (score 1.0), mean score, mean turns and tokens;
 2. per agent x variant: the submitted SPS (mean, population sigma, error
@@ -13,6 +9,9 @@ them into four tables (layout documented in docs/batch.md):
 3. per agent: the pass rate of each component check;
 4. per agent: runs by failure category.
 
+Tables 2 and 3 are about the audit task's SPS and components; runs of the
+auditing game get tables of their own (:mod:`.game_tables`: per agent, per
+agent and kind, per agent and instance), appended when any run graded a game.
 They are written as Markdown (``report.md``), one CSV per table, JSON
 (``report.json``) and, through :mod:`pytest_clinaudit.batch.plots`, PNG plots.
 junitparser is imported only here, and only when a report is made.
@@ -20,24 +19,33 @@ junitparser is imported only here, and only when a report is made.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
-import math
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_clinaudit.batch.runs import (
+    COMPLETION_SCORE,
+    UNKNOWN_AGENT,
+    GameItem,
+    ReportError,
+    Run,
+    Warn,
+    read_junit_runs,
+)
+from pytest_clinaudit.batch.table_kit import Column, Table
+from pytest_clinaudit.batch.table_kit import count_of as _count_of
+from pytest_clinaudit.batch.table_kit import fixed as _fixed
+from pytest_clinaudit.batch.table_kit import mean as _mean
+from pytest_clinaudit.batch.table_kit import mean_of_some as _mean_of_some
+from pytest_clinaudit.batch.table_kit import plain as _plain
+from pytest_clinaudit.batch.table_kit import rate as _rate
 from pytest_clinaudit.grading.scoring import CATEGORIES, NONE
-from pytest_clinaudit.grading.values import text_number
 from pytest_clinaudit.reference.attacks.params import COMPONENTS
 
-UNKNOWN_AGENT = "unknown"
-"""The agent of a run graded without ``--clinaudit-meta agent=...``."""
-COMPLETION_SCORE = 1.0
-"""A run is complete when it scores exactly this (every check passed)."""
 REPORT_FORMAT = 1
 
 COMPONENT_LABELS = {
@@ -57,231 +65,8 @@ CATEGORY_LABELS = {
     "verdict": "Wrong verdict",
 }
 
-Warn = Callable[[str], None]
-
-
-class ReportError(ValueError):
-    """No report can be made (no such directory, no graded runs); the message says why."""
-
-
-# ------------------------------------------------------------------- the runs
-
-
-@dataclasses.dataclass(frozen=True)
-class Run:
-    """One graded submission, as its JUnit XML records it."""
-
-    source: Path
-    agent: str
-    run: str | None
-    variant: str
-    profile: str
-    score: float
-    category: str
-    reference_sps: float | None
-    submitted_sps: float | None
-    """The submitted SPS when it was a JSON number, else ``None``."""
-    passed: Mapping[str, bool]
-    """Check name (``sps``, ``component[fgsm_robustness]``, ...) -> passed."""
-    tokens: float | None
-    turns: float | None
-
-    @property
-    def completed(self) -> bool:
-        return self.score >= COMPLETION_SCORE
-
-    def component_passed(self, component: str) -> bool:
-        """The component's check passed (a check that did not run did not pass)."""
-        return self.passed.get(f"component[{component}]", False)
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "file": str(self.source),
-            "agent": self.agent,
-            "run": self.run,
-            "variant": self.variant,
-            "profile": self.profile,
-            "score": self.score,
-            "category": self.category,
-            "reference_sps": self.reference_sps,
-            "submitted_sps": self.submitted_sps,
-            "tokens": self.tokens,
-            "turns": self.turns,
-            **{f"{c}_passed": self.component_passed(c) for c in COMPONENTS},
-        }
-
-
-def _properties(element: Any) -> dict[str, str]:
-    from junitparser import Properties
-
-    found = element.child(Properties)
-    if found is None:
-        return {}
-    return {str(p.name): str(p.value) for p in found}
-
-
-def _runs_of_file(path: Path, warn: Warn) -> list[Run]:
-    from junitparser import JUnitXml, TestSuite
-
-    try:
-        document = JUnitXml.fromfile(str(path))
-    except Exception as exc:  # noqa: BLE001 - junitparser raises ParseError, JUnitXmlError, lxml's...
-        warn(f"skipped {path}: not a JUnit XML file ({type(exc).__name__}: {exc})")
-        return []
-    suites = [document] if isinstance(document, TestSuite) else list(document)
-    runs = []
-    for suite in suites:
-        properties = _properties(suite)
-        if "clinaudit.score" not in properties:
-            continue
-        score = text_number(properties["clinaudit.score"])
-        if score is None:
-            warn(f"skipped a suite of {path}: clinaudit.score {properties['clinaudit.score']!r}")
-            continue
-        passed: dict[str, bool] = {}
-        for case in suite:
-            case_properties = _properties(case)
-            if "clinaudit.check" in case_properties:
-                passed[case_properties["clinaudit.check"]] = (
-                    case_properties.get("clinaudit.passed", "").lower() == "true"
-                )
-        runs.append(
-            Run(
-                source=path,
-                agent=properties.get("clinaudit.meta.agent") or UNKNOWN_AGENT,
-                run=properties.get("clinaudit.meta.run"),
-                variant=properties.get("clinaudit.variant", "?"),
-                profile=properties.get("clinaudit.profile", "?"),
-                score=score,
-                category=properties.get("clinaudit.category", NONE),
-                reference_sps=text_number(properties.get("clinaudit.reference_sps")),
-                submitted_sps=text_number(properties.get("clinaudit.submitted.sps")),
-                passed=passed,
-                tokens=text_number(properties.get("clinaudit.meta.tokens")),
-                turns=text_number(properties.get("clinaudit.meta.turns")),
-            )
-        )
-    if not runs:
-        warn(f"skipped {path}: not a clinaudit grading run (no clinaudit.score property)")
-    return runs
-
-
-def read_junit_runs(directory: Path, warn: Warn) -> tuple[list[Run], int]:
-    """Every graded run in the ``*.xml`` files under ``directory`` (recursively).
-
-    Returns
-    -------
-    runs, files
-        The runs, in file-name order, and how many XML files were read.
-
-    Raises
-    ------
-    ReportError
-        ``directory`` is missing, holds no XML file, or none of them is a grading run.
-    """
-    if not directory.is_dir():
-        raise ReportError(f"{directory} is not a directory")
-    files = sorted(directory.rglob("*.xml"))
-    if not files:
-        raise ReportError(
-            f"{directory} holds no JUnit XML files (*.xml); grade submissions first with "
-            f"`clinaudit grade-many MANIFEST --out {directory}` (or pytest --junitxml)"
-        )
-    runs = [run for path in files for run in _runs_of_file(path, warn)]
-    if not runs:
-        raise ReportError(
-            f"none of the {len(files)} XML file(s) under {directory} is a clinaudit grading run "
-            "(a JUnit XML with the clinaudit.score suite property)"
-        )
-    return runs, len(files)
-
 
 # ----------------------------------------------------------------- the tables
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
-
-
-def _rate(count: int, total: int) -> float | None:
-    return count / total if total else None
-
-
-@dataclasses.dataclass(frozen=True)
-class Column:
-    """One column: its key in the rows (CSV, JSON), its Markdown header and cell text."""
-
-    key: str
-    header: str
-    cell: Callable[[Mapping[str, Any]], str]
-    sort_key: str | None = None
-    """The row key a sortable table orders this column by (default ``key``): a
-    ``k/n (p%)`` cell sorts by its rate, not by its count."""
-
-    @property
-    def order_key(self) -> str:
-        return self.key if self.sort_key is None else self.sort_key
-
-
-@dataclasses.dataclass(frozen=True)
-class Table:
-    """A table: rows of plain values (CSV and JSON) and how Markdown shows them."""
-
-    name: str
-    """File stem of its CSV, and its key in report.json."""
-    title: str
-    note: str
-    keys: tuple[str, ...]
-    columns: tuple[Column, ...]
-    rows: tuple[dict[str, Any], ...]
-
-    def markdown(self) -> str:
-        header = "| " + " | ".join(c.header for c in self.columns) + " |"
-        rule = "|" + "|".join("---" for _ in self.columns) + "|"
-        body = ["| " + " | ".join(c.cell(row) for c in self.columns) + " |" for row in self.rows]
-        return "\n".join([f"### {self.title}", "", self.note, "", header, rule, *body])
-
-    def write_csv(self, path: Path) -> None:
-        with path.open("w", newline="", encoding="utf-8") as out:
-            writer = csv.writer(out)
-            writer.writerow(self.keys)
-            for row in self.rows:
-                # repr-exact floats; an empty cell is "not applicable"
-                writer.writerow(["" if row[k] is None else row[k] for k in self.keys])
-
-
-def _fixed(key: str, digits: int, signed: bool = False) -> Callable[[Mapping[str, Any]], str]:
-    def cell(row: Mapping[str, Any]) -> str:
-        value = row[key]
-        return "-" if value is None else f"{value:{'+' if signed else ''}.{digits}f}"
-
-    return cell
-
-
-def _count_of(count_key: str, total_key: str) -> Callable[[Mapping[str, Any]], str]:
-    """``k/n (p%)``: the paper's way of showing a rate with its counts."""
-
-    def cell(row: Mapping[str, Any]) -> str:
-        count, total = row[count_key], row[total_key]
-        return f"{count}/{total} ({100 * count / total:.1f}%)" if total else "-"
-
-    return cell
-
-
-def _plain(key: str) -> Callable[[Mapping[str, Any]], str]:
-    return lambda row: "-" if row[key] is None else str(row[key])
-
-
-def _mean_of_some(key: str, n_key: str, digits: int) -> Callable[[Mapping[str, Any]], str]:
-    """A mean over the runs that report the value; says how many when not all do."""
-
-    def cell(row: Mapping[str, Any]) -> str:
-        if row[key] is None:
-            return "-"
-        text = f"{row[key]:.{digits}f}"
-        return text if row[n_key] == row["runs"] else f"{text} ({row[n_key]} of {row['runs']})"
-
-    return cell
 
 
 def agents_table(runs: Sequence[Run]) -> Table:
@@ -332,9 +117,9 @@ def agents_table(runs: Sequence[Run]) -> Table:
 
 
 def agent_variant_table(runs: Sequence[Run], warn: Warn) -> Table:
-    """Table 2: one row per agent x variant."""
+    """Table 2: one row per agent x variant (game runs have their own tables)."""
     groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
-    for run in runs:
+    for run in (r for r in runs if not r.is_game):
         groups[(run.agent, run.variant)].append(run)
     rows = []
     for agent, variant in sorted(groups):
@@ -407,9 +192,9 @@ def agent_variant_table(runs: Sequence[Run], warn: Warn) -> Table:
 
 
 def components_table(runs: Sequence[Run]) -> Table:
-    """Table 3: per agent, the pass rate of each component check over all its runs."""
+    """Table 3: per agent, the pass rate of each component check over its audit-task runs."""
     by_agent: dict[str, list[Run]] = defaultdict(list)
-    for run in runs:
+    for run in (r for r in runs if not r.is_game):
         by_agent[run.agent].append(run)
     rows = []
     for agent in sorted(by_agent):
@@ -522,8 +307,18 @@ def make_report(directory: Path, warn: Warn) -> Report:
         agent_variant_table(runs, warn),
         components_table(runs),
         failures_table(runs),
+        *extra_tables(runs),
     )
     return Report(source=directory, runs=tuple(runs), files=files, tables=tables)
+
+
+def extra_tables(runs: Sequence[Run]) -> list[Table]:
+    """The auditing game's tables (:mod:`.game_tables`) when any run graded a game."""
+    if any(run.is_game for run in runs):
+        from pytest_clinaudit.batch.game_tables import game_tables
+
+        return game_tables(runs)
+    return []
 
 
 def read_report(directory: Path, warn: Warn = lambda _m: None) -> Report:
@@ -570,3 +365,19 @@ def write_report(
     )
     (out / "report.md").write_text(report.markdown(images), encoding="utf-8")
     return written + images + [out / "report.json", out / "report.md"]
+
+
+__all__ = [
+    "COMPLETION_SCORE",
+    "UNKNOWN_AGENT",
+    "Column",
+    "GameItem",
+    "Report",
+    "ReportError",
+    "Run",
+    "Table",
+    "make_report",
+    "read_junit_runs",
+    "read_report",
+    "write_report",
+]

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
-import types
 import typing
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
+from pytest_clinaudit.catalog.games import GameVariant, is_game_document, read_game_variant
+from pytest_clinaudit.catalog.reader import TableReader as _Reader
+from pytest_clinaudit.catalog.reader import VariantError as VariantError
+from pytest_clinaudit.catalog.reader import describe_value as _describe
+from pytest_clinaudit.catalog.reader import read_dataset as _read_dataset
+from pytest_clinaudit.catalog.reader import read_toml as _read_toml
 from pytest_clinaudit.reference.attacks.params import (
     ALL_SEMANTICS,
     RETIRED_SEMANTICS,
@@ -38,7 +42,7 @@ from pytest_clinaudit.reference.attacks.params import (
     Weights,
     semantics_of,
 )
-from pytest_clinaudit.reference.data import SOURCES, LoadContext
+from pytest_clinaudit.reference.data import LoadContext
 from pytest_clinaudit.reference.models.mlp import MLPRecipe
 from pytest_clinaudit.reference.models.recipes import (
     ESTIMATORS,
@@ -47,15 +51,6 @@ from pytest_clinaudit.reference.models.recipes import (
     ModelRecipe,
     RecipeError,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
-
-class VariantError(ValueError):
-    """A variant file or name is invalid; the message says which and why."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +82,9 @@ class Variant:
     tolerance: Tolerance
     path: Path
 
+    is_game = False
+    """An audit-task variant; games are :class:`~.games.GameVariant`."""
+
     @property
     def is_torch(self) -> bool:
         """Whether the model is a torch MLP, handed out as ``model.pt2`` (SPEC §7)."""
@@ -105,6 +103,10 @@ class Variant:
             "paper_reference_sps": self.paper_reference_sps,
             "file": str(self.path),
         }
+
+
+AnyVariant = Variant | GameVariant
+"""What a variant file holds: an audit-task variant or an auditing game."""
 
 
 # ---------------------------------------------------------------- strict loading
@@ -126,116 +128,6 @@ _TOP_KEYS = {
     "tolerance",
 }
 _OPTIONAL_TOP = {"paper_reference_sps"}
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "an array"
-    return f"{type(value).__name__} {value!r}"
-
-
-class _Reader:
-    """Reads one file's tables into records, naming file and key in every error."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def error(self, where: str, message: str) -> VariantError:
-        return VariantError(f"{self.path}: {where}: {message}")
-
-    def check_keys(
-        self,
-        table: Mapping[str, Any],
-        where: str,
-        required: Iterable[str],
-        optional: Iterable[str] = (),
-    ) -> None:
-        required, optional = set(required), set(optional)
-        unknown = sorted(set(table) - required - optional)
-        if unknown:
-            allowed = ", ".join(sorted(required | optional))
-            raise self.error(where, f"unknown key {unknown[0]!r} (allowed: {allowed})")
-        missing = sorted(required - set(table))
-        if missing:
-            raise self.error(where, f"missing key {missing[0]!r}")
-
-    def value(self, table: Mapping[str, Any], key: str, hint: Any, where: str) -> Any:
-        value = table[key]
-        at = f"{where}.{key}" if where else key
-        origin = typing.get_origin(hint)
-        if origin is Literal:
-            choices = typing.get_args(hint)
-            if value not in choices:
-                shown = ", ".join(repr(c) for c in choices)
-                raise self.error(at, f"expected one of {shown}, got {_describe(value)}")
-            return value
-        if hint is bool:
-            if not isinstance(value, bool):
-                raise self.error(at, f"expected true or false, got {_describe(value)}")
-            return value
-        if hint is int:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise self.error(at, f"expected an integer, got {_describe(value)}")
-            return value
-        if hint is float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise self.error(at, f"expected a number, got {_describe(value)}")
-            return float(value)
-        if hint is str:
-            if not isinstance(value, str):
-                raise self.error(at, f"expected a string, got {_describe(value)}")
-            return value
-        if hint == tuple[int, ...]:
-            if not isinstance(value, list) or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in value
-            ):
-                raise self.error(at, f"expected an array of integers, got {_describe(value)}")
-            return tuple(value)
-        if hint == tuple[float, ...]:
-            if not isinstance(value, list) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
-            ):
-                raise self.error(at, f"expected an array of numbers, got {_describe(value)}")
-            return tuple(float(v) for v in value)
-        if dataclasses.is_dataclass(hint):
-            if not isinstance(value, dict):
-                raise self.error(at, f"expected a table, got {_describe(value)}")
-            return self.record(hint, value, at)
-        raise TypeError(f"no reader for {hint!r}")  # a programming error, not a user's
-
-    def record(self, cls: Any, table: Mapping[str, Any], where: str) -> Any:
-        """A frozen dataclass from a table whose keys are exactly its fields."""
-        hints = typing.get_type_hints(cls)
-        fields = [f for f in dataclasses.fields(cls) if f.init]
-        optional = {f.name for f in fields if _is_optional(hints[f.name])}
-        self.check_keys(table, where, {f.name for f in fields} - optional, optional)
-        values: dict[str, Any] = {}
-        for f in fields:
-            hint = hints[f.name]
-            if f.name not in table:
-                values[f.name] = None
-                continue
-            values[f.name] = self.value(table, f.name, _strip_optional(hint), where)
-        return cls(**values)
-
-
-def _is_optional(hint: Any) -> bool:
-    return typing.get_origin(hint) in (Union, types.UnionType) and type(None) in typing.get_args(
-        hint
-    )
-
-
-def _strip_optional(hint: Any) -> Any:
-    if _is_optional(hint):
-        (inner,) = [a for a in typing.get_args(hint) if a is not type(None)]
-        return inner
-    return hint
 
 
 def _positive(reader: _Reader, where: str, **values: float) -> None:
@@ -340,20 +232,6 @@ def _read_model(reader: _Reader, table: Any) -> ModelRecipe | MLPRecipe:
     )
 
 
-def _read_dataset(reader: _Reader, table: Any) -> Any:
-    if not isinstance(table, dict):
-        raise reader.error("dataset", f"expected a table, got {_describe(table)}")
-    source = table.get("source")
-    if source not in SOURCES:
-        raise reader.error(
-            "dataset.source",
-            f"expected one of {', '.join(map(repr, SOURCES))}, got {_describe(source)}",
-        )
-    return reader.record(
-        SOURCES[source], {k: v for k, v in table.items() if k != "source"}, "dataset"
-    )
-
-
 _PARAM_SECTIONS = ("fgsm", "membership_inference", "calibration", "boundary", "weights", "verdict")
 
 
@@ -368,18 +246,6 @@ def _read_params(reader: _Reader, document: Mapping[str, Any]) -> AuditParams:
     )
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        document: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise VariantError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise VariantError(f"{path}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise VariantError(f"{path}: not valid TOML ({exc})") from None
-    return document
-
-
 def load_audit_params(path: Path | str) -> AuditParams:
     """Attack parameters, weights and verdict thresholds from a variant-like file.
 
@@ -390,7 +256,11 @@ def load_audit_params(path: Path | str) -> AuditParams:
     path = Path(path)
     document = _read_toml(path)
     if "name" in document:
-        return load_variant(path).params
+        variant = load_variant(path)
+        if variant.is_game:
+            raise VariantError(f"{path}: a game variant has no audit parameters")
+        assert isinstance(variant, Variant)
+        return variant.params
     reader = _Reader(path)
     reader.check_keys(document, "top level", _PARAM_SECTIONS)
     params = _read_params(reader, document)
@@ -398,8 +268,8 @@ def load_audit_params(path: Path | str) -> AuditParams:
     return params
 
 
-def load_variant(path: Path | str) -> Variant:
-    """Read and validate one variant file.
+def load_variant(path: Path | str) -> AnyVariant:
+    """Read and validate one variant file: an audit-task variant or a game.
 
     A file is read once per process while it stays unchanged (same size and
     modification time): a fork worker of ``grade-many`` reads the catalog once
@@ -414,13 +284,15 @@ def load_variant(path: Path | str) -> Variant:
 
 
 @functools.lru_cache(maxsize=256)
-def _read_variant_once(path: Path, mtime_ns: int, size: int) -> Variant:
+def _read_variant_once(path: Path, mtime_ns: int, size: int) -> AnyVariant:
     return _read_variant(path)
 
 
-def _read_variant(path: Path) -> Variant:
+def _read_variant(path: Path) -> AnyVariant:
     reader = _Reader(path)
     document = _read_toml(path)
+    if is_game_document(document):
+        return read_game_variant(reader, document, path)
     reader.check_keys(document, "top level", _TOP_KEYS - _OPTIONAL_TOP, _OPTIONAL_TOP)
     aliases = document["aliases"]
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
@@ -477,15 +349,19 @@ def builtin_variant_files() -> list[Path]:
 
 
 class Catalog:
-    """Variants by name and alias; later registrations may not shadow earlier ones."""
+    """Variants and games by name and alias; later registrations may not shadow earlier ones.
 
-    def __init__(self, variants: Iterable[Variant] = ()) -> None:
-        self._variants: dict[str, Variant] = {}
+    Iterating gives the audit-task variants, :meth:`games` the games; :meth:`get`
+    finds an audit-task variant and :meth:`find` either kind.
+    """
+
+    def __init__(self, variants: Iterable[AnyVariant] = ()) -> None:
+        self._variants: dict[str, AnyVariant] = {}
         self._names: dict[str, str] = {}
         for variant in variants:
             self.add(variant)
 
-    def add(self, variant: Variant) -> None:
+    def add(self, variant: AnyVariant) -> None:
         for key in (variant.name, *variant.aliases):
             if key in self._names:
                 other = self._variants[self._names[key]]
@@ -497,7 +373,7 @@ class Catalog:
         for key in (variant.name, *variant.aliases):
             self._names[key] = variant.name
 
-    def add_directory(self, directory: Path) -> list[Variant]:
+    def add_directory(self, directory: Path) -> list[AnyVariant]:
         if not directory.is_dir():
             raise VariantError(f"{directory}: not a directory of variant files")
         added = [load_variant(path) for path in sorted(directory.glob("*.toml"))]
@@ -513,19 +389,35 @@ class Catalog:
         return list(self._names)
 
     def __iter__(self) -> typing.Iterator[Variant]:
-        return iter(self._variants.values())
+        return (v for v in self._variants.values() if isinstance(v, Variant))
+
+    def games(self) -> list[GameVariant]:
+        return [v for v in self._variants.values() if isinstance(v, GameVariant)]
 
     def __contains__(self, name: object) -> bool:
         return name in self._names
 
-    def get(self, name: str) -> Variant:
+    def find(self, name: str) -> AnyVariant:
+        """The variant or game called ``name`` (or one of its aliases)."""
         try:
             return self._variants[self._names[name]]
         except KeyError:
             valid = ", ".join(
-                f"{v.name} ({', '.join(v.aliases)})" if v.aliases else v.name for v in self
+                f"{v.name} ({', '.join(v.aliases)})" if v.aliases else v.name
+                for v in self._variants.values()
             )
             raise VariantError(f"unknown variant {name!r}; valid variants: {valid}") from None
+
+    def get(self, name: str) -> Variant:
+        """The audit-task variant called ``name``; a game's name is an error saying so."""
+        found = self.find(name)
+        if not isinstance(found, Variant):
+            raise VariantError(
+                f"{found.name} is an auditing game ({found.semantics}), not an audit-task "
+                "variant: build an instance with `clinaudit build --variant "
+                f"{found.name} --seed N` and grade its report with pytest"
+            )
+        return found
 
 
 def default_catalog(extra_dirs: Iterable[Path] = ()) -> Catalog:

@@ -17,6 +17,7 @@ def register(sub: Any) -> None:
 
 
 def _cmd_variants(args: argparse.Namespace) -> int:
+    catalog = catalog_from(args)
     rows = [
         (
             v.name,
@@ -25,10 +26,21 @@ def _cmd_variants(args: argparse.Namespace) -> int:
             v.model.describe(),
             "-" if v.paper_reference_sps is None else f"{v.paper_reference_sps:.2f}",
         )
-        for v in catalog_from(args)
+        for v in catalog
+    ]
+    rows += [
+        (
+            g.name,
+            ", ".join(g.aliases) or "-",
+            type(g.dataset).__name__.removesuffix("Source").lower(),
+            g.describe(),
+            "-",
+        )
+        for g in catalog.games()
     ]
     if args.json:
-        print(json.dumps([v.summary() for v in catalog_from(args)], indent=2))
+        summaries = [v.summary() for v in catalog] + [g.summary() for g in catalog.games()]
+        print(json.dumps(summaries, indent=2))
         return EXIT_OK
     header = ("variant", "aliases", "dataset", "model recipe", "paper SPS")
     widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]

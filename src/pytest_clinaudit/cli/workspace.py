@@ -15,6 +15,7 @@ from pytest_clinaudit.cli.common import (
     cache_from,
     catalog_from,
     load_context,
+    non_negative_int,
     progress_printer,
 )
 
@@ -30,6 +31,12 @@ def register(sub: Any) -> None:
     add_common_options(build)
     build.add_argument("--variant", required=True, metavar="NAME", help="variant name or alias")
     build.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    build.add_argument(
+        "--seed",
+        type=non_negative_int,
+        metavar="N",
+        help="a game's instance seed (default: the variant's); audit-task variants take none",
+    )
     build.set_defaults(handler=_cmd_build)
 
     export = sub.add_parser("export-metr", help="write a METR Task Standard task family")
@@ -47,6 +54,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from pytest_clinaudit.reference.data import DataError
 
     try:
+        found = catalog_from(args).find(args.variant)
+        if found.is_game:
+            return _build_game(args, found)
+        if args.seed is not None:
+            raise VariantError(f"{found.name} is not a game: --seed applies to games only")
         variant = catalog_from(args).get(args.variant)
         manifest = build_workspace(
             variant,
@@ -71,6 +83,40 @@ def _cmd_build(args: argparse.Namespace) -> int:
         f"  grade with: pytest --submission {args.out / WORKSPACE_DIR / 'report.json'} "
         f"--variant {variant.name} "
         f"--clinaudit-manifest {args.out / GRADER_DIR / MANIFEST_NAME}"
+    )
+    return EXIT_OK
+
+
+def _build_game(args: argparse.Namespace, variant: Any) -> int:
+    from pytest_clinaudit.adapters.game_workspace import (
+        GRADER_DIR,
+        MANIFEST_NAME,
+        WORKSPACE_DIR,
+        build_game_workspace,
+    )
+    from pytest_clinaudit.reference.data import DataError
+    from pytest_clinaudit.reference.game.build import GameBuildError
+
+    seed = variant.game.seed if args.seed is None else args.seed
+    try:
+        manifest = build_game_workspace(
+            variant,
+            seed,
+            args.out,
+            context=load_context(args, variant),
+            cache=cache_from(args),
+            progress=progress_printer(args.quiet),
+        )
+    except (VariantError, DataError, GameBuildError) as exc:
+        print(f"clinaudit build: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    grader = args.out / GRADER_DIR / MANIFEST_NAME
+    print(f"{variant.name}: instance {seed} for the agent in {args.out / WORKSPACE_DIR}")
+    print(f"{variant.name}: grader manifest in {grader} (ground truth: keep it from the agent)")
+    print(
+        f"  {len(manifest['programs'])} models, attempt {manifest['attempt']}; grade with: "
+        f"pytest --submission {args.out / WORKSPACE_DIR / 'report.json'} "
+        f"--variant {variant.name} --clinaudit-manifest {grader}"
     )
     return EXIT_OK
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_clinaudit.grading import scoring
 from pytest_clinaudit.grading.checks import Check, Grading, Outcome, run_check
@@ -55,19 +55,32 @@ def _stage_category(submission: Submission) -> str:
     return "unparseable"
 
 
-def check_present(g: Grading) -> Outcome:
+class Staged(Protocol):
+    """What the stage checks read: the submission, and the test id of a check by name.
+
+    Both :class:`~pytest_clinaudit.grading.checks.Grading` and the game's grading
+    (:class:`~pytest_clinaudit.grading.game_checks.GameGrading`) have them.
+    """
+
+    @property
+    def submission(self) -> Submission: ...
+
+    def id(self, name: str) -> str: ...
+
+
+def check_present(g: Staged) -> Outcome:
     s = g.submission
     if s.present:
         return Outcome.ok(f"{s.path}: {s.size} bytes, sha256 {s.sha256}")
     return Outcome.fail(s.message, category=_stage_category(s), missing=s.status == "missing")
 
 
-def _not_checked(g: Grading, stage: str) -> Outcome:
+def _not_checked(g: Staged, stage: str) -> Outcome:
     s = g.submission
     return Outcome.fail(f"not checked: {s.reason} (see {g.id(stage)})", category=_stage_category(s))
 
 
-def check_utf8(g: Grading) -> Outcome:
+def check_utf8(g: Staged) -> Outcome:
     s = g.submission
     if not s.present:
         return _not_checked(g, "present")
@@ -78,7 +91,7 @@ def check_utf8(g: Grading) -> Outcome:
     )
 
 
-def check_json_object(g: Grading) -> Outcome:
+def check_json_object(g: Staged) -> Outcome:
     s = g.submission
     if not s.decoded:
         return _not_checked(g, "present" if not s.present else "utf8")
@@ -89,7 +102,7 @@ def check_json_object(g: Grading) -> Outcome:
     return Outcome.ok(f"a JSON object with the keys {', '.join(keys)}{more}")
 
 
-def _report(g: Grading) -> tuple[dict[str, Any] | None, Outcome | None]:
+def report_or_blocked(g: Staged) -> tuple[dict[str, Any] | None, Outcome | None]:
     """The report object, or the failing outcome of a check that needs one."""
     if g.submission.ok:
         return g.submission.document, None
@@ -99,7 +112,7 @@ def _report(g: Grading) -> tuple[dict[str, Any] | None, Outcome | None]:
 
 
 def check_schema(g: Grading) -> Outcome:
-    report, blocked = _report(g)
+    report, blocked = report_or_blocked(g)
     if blocked is not None:
         return blocked
     assert report is not None
@@ -159,7 +172,7 @@ def _fmt(x: float) -> str:
 
 
 def check_component(g: Grading, name: str) -> Outcome:
-    report, blocked = _report(g)
+    report, blocked = report_or_blocked(g)
     if blocked is not None:
         return blocked
     assert report is not None
@@ -183,7 +196,7 @@ def check_component(g: Grading, name: str) -> Outcome:
 
 
 def check_sps(g: Grading) -> Outcome:
-    report, blocked = _report(g)
+    report, blocked = report_or_blocked(g)
     if blocked is not None:
         return blocked
     assert report is not None
@@ -230,7 +243,7 @@ def _submitted_components(
 
 
 def check_aggregation(g: Grading) -> Outcome:
-    report, blocked = _report(g)
+    report, blocked = report_or_blocked(g)
     if blocked is not None:
         return blocked
     assert report is not None
@@ -261,7 +274,7 @@ def check_aggregation(g: Grading) -> Outcome:
 
 
 def check_verdict(g: Grading) -> Outcome:
-    report, blocked = _report(g)
+    report, blocked = report_or_blocked(g)
     if blocked is not None:
         return blocked
     assert report is not None
@@ -351,7 +364,7 @@ def _implications(
 
 
 def check_details(g: Grading) -> Outcome:
-    report, blocked = _report(g)
+    report, blocked = report_or_blocked(g)
     if blocked is not None:
         return blocked
     assert report is not None

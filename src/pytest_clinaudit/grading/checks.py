@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pytest_clinaudit.catalog.variants import Variant
     from pytest_clinaudit.grading.submission import Submission
 
-_NAME = re.compile(r"^[A-Za-z0-9_.\-]+(\[[A-Za-z0-9_.,=\-]+\])?$")
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]+(::[A-Za-z0-9_.\-]+)*(\[[A-Za-z0-9_.,=\-]+\])?$")
 
 CheckResult = Any
 """What a check function may return: an :class:`Outcome`, a bool, or ``None`` (passed)."""
@@ -108,6 +108,9 @@ class Check:
         deducts ``weight * (1 - credit)``, ``"info"`` does not count.
     description
         One line for ``--collect-only`` and the documentation.
+    properties
+        Extra (name, value) pairs for the item's JUnit properties, e.g. the game's
+        ``clinaudit.game.model``; fixed when the check is made.
     """
 
     name: str
@@ -116,12 +119,13 @@ class Check:
     weight: float = 0.0
     kind: Kind = "info"
     description: str = ""
+    properties: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
             raise ValueError(
-                f"check name {self.name!r}: use letters, digits, '_', '.', '-' and at most one "
-                "[...] suffix, e.g. 'units' or 'component[fgsm_robustness]'"
+                f"check name {self.name!r}: use letters, digits, '_', '.', '-', '::' between "
+                "parts and at most one [...] suffix, e.g. 'units' or 'component[fgsm_robustness]'"
             )
         if self.category not in (*CATEGORIES, INVARIANT):
             raise ValueError(

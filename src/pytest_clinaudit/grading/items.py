@@ -102,6 +102,7 @@ class CheckItem(pytest.Item):
             )
         result = checks.record(self.check, outcome, self.nodeid)
         self.user_properties.extend(result.properties())
+        self.user_properties.extend(self.check.properties)
         if outcome.skipped:
             pytest.skip(outcome.message)
         if not outcome.passed:

@@ -28,6 +28,11 @@ def report_schema() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _validator() -> Any:
+    return validator_for(report_schema())
+
+
+def validator_for(schema: dict[str, Any]) -> Any:
+    """A Draft 2020-12 validator of ``schema`` whose "number" is what RFC 8259 calls one."""
     import jsonschema
 
     base = jsonschema.Draft202012Validator
@@ -43,7 +48,7 @@ def _validator() -> Any:
         }
     )
     validator_class = jsonschema.validators.extend(base, type_checker=checker)
-    return validator_class(report_schema())
+    return validator_class(schema)
 
 
 def _bounds(schema: dict[str, Any]) -> str:
@@ -114,30 +119,43 @@ def _schema_messages(error: Any) -> tuple[str, str]:
     )  # pragma: no cover - the schema uses no other keywords
 
 
-def schema_problems(submission: Submission) -> list[str]:
+def schema_problems(
+    submission: Submission,
+    *,
+    validator: Any = None,
+    fixes: dict[str, str] | None = None,
+    max_errors: int | None = None,
+) -> list[str]:
     """Every way the parsed report departs from the schema, each naming its field.
 
     Duplicate keys and non-finite numbers come first (Python's parser hides them),
     then the JSON Schema errors in document order. Fix hints follow once each.
+    ``validator`` and ``fixes`` default to the audit report's; ``max_errors``
+    stops collecting schema errors after that many (a report of 10,000 models
+    has 10,000 of them).
     """
+    validator = validator if validator is not None else _validator()
+    hints = _SCHEMA_FIXES if fixes is None else fixes
     problems: list[str] = []
-    fixes: list[str] = []
+    used: list[str] = []
     for duplicate in submission.duplicates:
         values = ", ".join(describe(v) for v in duplicate.values[:4])
         problems.append(
             f"{duplicate.where}: duplicate key (values {values}); a JSON parser keeps the last"
         )
-        fixes.append("duplicate")
-    errors = sorted(
-        _validator().iter_errors(submission.document),
-        key=lambda e: [str(p) for p in e.absolute_path],
-    )
+        used.append("duplicate")
+    found = validator.iter_errors(submission.document)
+    if max_errors is not None:
+        import itertools
+
+        found = itertools.islice(found, max_errors)
+    errors = sorted(found, key=lambda e: [str(p) for p in e.absolute_path])
     reported: set[str] = set()
     for error in errors:
         message, fix = _schema_messages(error)
         reported.add(_path_of(error))
         problems.append(message)
-        fixes.append(fix)
+        used.append(fix)
     # NaN and Infinity where the schema asks for no number (details, unknown keys)
     # are still not JSON; where it asks for one, the error above names them.
     for where, literal in submission.nonfinite:
@@ -146,8 +164,8 @@ def schema_problems(submission: Submission) -> list[str]:
                 f"{where or 'the top level'}: got {literal}, which is not a JSON number "
                 "(write null or leave it out)"
             )
-            fixes.append("type")
-    unique_fixes = [_SCHEMA_FIXES[f] for f in dict.fromkeys(fixes) if f in _SCHEMA_FIXES]
+            used.append("type")
+    unique_fixes = [hints[f] for f in dict.fromkeys(used) if f in hints]
     if unique_fixes:
         problems.append("Fix: " + "; ".join(unique_fixes) + ".")
     return problems

@@ -30,6 +30,7 @@ from pytest_clinaudit.grading.scoring import Grade
 
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.references import Reference
+    from pytest_clinaudit.grading.game_session import GameGradingSession
     from pytest_clinaudit.grading.options import GradingOptions
     from pytest_clinaudit.grading.submission import Submission
 
@@ -65,8 +66,8 @@ class GradingSession:
     @classmethod
     def start(
         cls, config: pytest.Config, options: GradingOptions, progress: Progress
-    ) -> GradingSession:
-        """Resolve the variant and fetch its reference.
+    ) -> GradingSession | GameGradingSession:
+        """Resolve the variant and fetch its reference (a game's: its instance).
 
         Raises
         ------
@@ -80,9 +81,14 @@ class GradingSession:
         try:
             catalog = default_catalog(options.variants_dirs)
             config.hook.pytest_clinaudit_register_variants(config=config, catalog=catalog)
-            variant = catalog.get(options.variant)
+            found = catalog.find(options.variant)
         except VariantError as exc:
             raise OptionError(f"--variant: {exc}") from None
+        if not isinstance(found, Variant):
+            from pytest_clinaudit.grading.game_session import GameGradingSession
+
+            return GameGradingSession.start(config, options, catalog, found, progress)
+        variant = found
         cache_dir = options.cache_dir or default_cache_dir()
         context = LoadContext(base_dir=variant.path.parent, mimic_dir=options.mimic_dir)
         announced = False

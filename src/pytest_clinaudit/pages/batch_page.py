@@ -5,7 +5,8 @@ the four tables with the Markdown's cell texts (from the same
 :class:`~pytest_clinaudit.batch.tables.Column` functions), each cell carrying
 its report.json value in ``data-value`` so the tables sort by the numbers, not
 the text. Then the two plots of the Markdown report and a heatmap of mean score
-per agent x variant, as inline SVG, and every run that was read.
+per agent x variant, as inline SVG, and every run that was read. Game runs add
+a model x kind grid per run (found, missed, false alarm), grouped by agent.
 """
 
 from __future__ import annotations
@@ -189,6 +190,24 @@ def _figures(report: Report) -> list[dict[str, Any]]:
     ]
 
 
+def _games_view(report: Report) -> list[dict[str, Any]]:
+    """Per agent, each game run's model x kind grid (empty without game runs)."""
+    from pytest_clinaudit.batch.game_tables import confusion
+
+    by_agent: dict[str, list[dict[str, Any]]] = {}
+    for run in report.runs:
+        if not run.is_game:
+            continue
+        seed = run.game_parts.get("seed")
+        caption = (
+            f"{run.variant} instance {'?' if seed is None else int(seed)}"
+            + (f", run {run.run}" if run.run else "")
+            + f": score {run.score:.{SCORE_DIGITS}f}"
+        )
+        by_agent.setdefault(run.agent, []).append({"caption": caption, "grid": confusion(run)})
+    return [{"agent": agent, "runs": runs} for agent, runs in sorted(by_agent.items())]
+
+
 def render_batch_page(report: Report, *, figures: bool = True) -> str:
     """The page of a batch report: summary cards, heatmap and plots, the four tables, the runs.
 
@@ -207,6 +226,7 @@ def render_batch_page(report: Report, *, figures: bool = True) -> str:
         figures=_figures(report) if figures else [],
         tables=[table_view(t) for t in report.tables],
         run_table=_runs_view(report),
+        games=_games_view(report),
     )
 
 

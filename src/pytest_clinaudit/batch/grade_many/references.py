@@ -50,6 +50,8 @@ def warm_references(
     cache = ReferenceCache(cache_dir)
     fetched: dict[str, ReferenceKey | None] = {}
     for name in dict.fromkeys(row.variant for row in rows):
+        if name in catalog and catalog.find(name).is_game:
+            continue  # its sessions read their instance from the cache `clinaudit build` filled
         try:
             variant = catalog.get(name)
         except VariantError as exc:

@@ -29,6 +29,7 @@ def session_args(row: Row, options: BatchOptions, cache_dir: Path) -> tuple[str,
             variants_dirs=options.variants_dirs,
             mimic_dir=options.mimic_dir,
             meta=row.meta,
+            manifest=row.grader_manifest,
         )
     )
 

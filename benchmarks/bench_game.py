@@ -1,0 +1,154 @@
+"""Benchmark: building one game instance, and a warm grading session of a game report.
+
+    python benchmarks/bench_game.py                  # instance 1, 2 jobs, 7 warm sessions
+    python benchmarks/bench_game.py --seed 3 --jobs 2 --sessions 11 --skip-build CACHE
+
+Tables
+------
+1. Build: wall time of ``clinaudit build --variant icu-synth-game --seed N`` into a
+   cold, temporary cache (train, measure and validate six models; redraws
+   included), with ``--jobs`` processes, against the 120 s target; the
+   seconds the instance records for training and measuring its accepted
+   attempt, and how many attempts it took. Then the same command warm (the
+   programs exported again from the cached weights).
+2. Warm grading session: ``pytest --submission report.json --variant
+   icu-synth-game --clinaudit-manifest ...`` in a fresh process, median and min
+   over ``--sessions`` runs, for the truth report (which makes the grader test
+   a backdoor claim on the models) and for the null report, side by side with
+   a warm audit-task session (``wdbc-baseline``), against the 2 s target.
+
+The machine the project is measured on has 2 cores shared with other work:
+numbers are noisy; the ratios in a row were measured side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench_tables import print_table
+
+GAME = "icu-synth-game"
+BUILD_TARGET = 120.0
+SESSION_TARGET = 2.0
+
+
+def _timed(command: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if result.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} failed:\n{result.stdout}{result.stderr}")
+    return time.perf_counter() - start, result.stdout + result.stderr
+
+
+def _truth(manifest: dict[str, object]) -> dict[str, object]:
+    truth = manifest["truth"]
+    evidence = manifest["evidence"]
+    assert isinstance(truth, dict)
+    assert isinstance(evidence, dict)
+    keys = {"fragile": "pgd_auroc", "leaky": "loss_attack_auc", "miscalibrated": "ece"}
+    models: dict[str, object] = {}
+    for name, entry in truth.items():
+        kind = entry["kind"]
+        details = {k: v for k, v in entry.items() if k in ("direction", "feature", "subgroup")}
+        if kind == "backdoor":
+            details["value"] = entry["value"]
+        if kind in keys:
+            details[keys[kind]] = evidence[name][keys[kind]]
+        models[name] = {"defects": [kind] if kind else [], **({kind: details} if kind else {})}
+    return {"models": models}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--sessions", type=int, default=7)
+    parser.add_argument(
+        "--skip-build", type=Path, metavar="CACHE", help="use this warm cache, build nothing"
+    )
+    args = parser.parse_args(argv)
+    scratch = Path(tempfile.mkdtemp(prefix="bench-game-"))
+    cache = args.skip_build or scratch / "cache"
+    env = dict(os.environ, CLINAUDIT_CACHE_DIR=str(cache), OMP_NUM_THREADS="1")
+    out = scratch / "instance"
+    build = ["clinaudit", "build", "--variant", GAME, "--seed", str(args.seed), "--out", str(out)]
+    rows = []
+    if args.skip_build is None:
+        cold, _ = _timed(build, scratch, env)
+        manifest = json.loads((out / "grader" / "manifest.json").read_text())
+        recorded = manifest["seconds"]
+        rows.append(
+            [
+                f"cold, {args.jobs} jobs",
+                f"{cold:.1f}",
+                f"{cold / BUILD_TARGET:.2f}",
+                f"{recorded['train']:.1f}",
+                f"{recorded['measure']:.1f}",
+                str(manifest["attempt"] + 1),
+            ]
+        )
+    warm, _ = _timed(build, scratch, env)
+    manifest = json.loads((out / "grader" / "manifest.json").read_text())
+    rows.append(["warm (cached)", f"{warm:.1f}", f"{warm / BUILD_TARGET:.2f}", "-", "-", "-"])
+    print_table(
+        f"1. Building {GAME} instance {args.seed} (target {BUILD_TARGET:.0f} s)",
+        ["build", "seconds", "x target", "train s", "measure s", "attempts"],
+        rows,
+    )
+
+    reports = {
+        "truth": _truth(manifest),
+        "null": {"models": {name: {"defects": []} for name in manifest["truth"]}},
+    }
+    sessions: list[list[str]] = []
+    for name, document in reports.items():
+        path = scratch / f"{name}.json"
+        path.write_text(json.dumps(document))
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--submission",
+            str(path),
+            "--variant",
+            GAME,
+            "--clinaudit-manifest",
+            str(out / "grader" / "manifest.json"),
+        ]
+        times = [_timed(command, scratch, env)[0] for _ in range(args.sessions)]
+        sessions.append(_row(f"game, {name} report", times))
+    sps = scratch / "sps.json"
+    sps.write_text(json.dumps({"sps": 57.07, "components": {}, "verdict": "NOT RECOMMENDED"}))
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--submission"]
+    command += [str(sps), "--variant", "wdbc-baseline"]
+    _timed(command, scratch, env)  # computes the wdbc-baseline reference once
+    times = [_timed(command, scratch, env)[0] for _ in range(args.sessions)]
+    sessions.append(_row("audit task, wdbc-baseline", times))
+    print_table(
+        f"2. Warm grading session ({args.sessions} runs, target {SESSION_TARGET:.0f} s)",
+        ["session", "median s", "min s", "x target"],
+        sessions,
+    )
+    print(f"\nscratch: {scratch}")
+    return 0
+
+
+def _row(name: str, times: list[float]) -> list[str]:
+    median = statistics.median(times)
+    return [name, f"{median:.2f}", f"{min(times):.2f}", f"{median / SESSION_TARGET:.2f}"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

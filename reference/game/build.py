@@ -1,0 +1,303 @@
+"""Building a game instance: draw the plan, train the zoo, measure it, keep it only if clear.
+
+:func:`build_instance` is what ``clinaudit build --variant <game> --seed N``
+runs. For each attempt (SPEC §8.2's "sub-seed + 1"), it trains one model per
+name of the plan, exports each as a ``model.pt2``, measures every program on
+every kind (:mod:`.verdicts`) and returns the instance when no measurement sits
+between the margins. After ``attempts`` ambiguous builds it raises
+:class:`GameBuildError` naming every ambiguous measurement of the last one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..models.determinism import pinned_torch
+from ..models.torch_adapter import TorchClassifier
+from .draw import Plan, Planted, attempt_seed, base_rows, draw_plan, member_rows
+from .network import Weights, program_bytes
+from .settings import GameSettings
+from .training import (
+    Scale,
+    TrainingSet,
+    calibrate,
+    finetune,
+    hide_column,
+    permute_hidden,
+    plant_fragility,
+    plant_memory,
+    plant_subgroup,
+    train_base,
+    training_set,
+)
+from .verdicts import Ambiguity, Measured, combine, evidence, judge, measure_model
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from ..data import Dataset
+
+    IntArray = npt.NDArray[np.int64]
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+class GameBuildError(RuntimeError):
+    """No attempt gave an unambiguous zoo; the message names the measurements."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class BuiltModel:
+    """One model of an instance: its rows, its program and its numbers."""
+
+    name: str
+    rows: IntArray
+    """Its training rows: indices into the public training split, sorted."""
+    program: bytes
+    weights: Weights
+    calibration: tuple[float, float]
+    """The (slope, intercept) folded into its last layer (its factor included)."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Instance:
+    """A built, measured and validated zoo."""
+
+    seed: int
+    attempt: int
+    plan: Plan
+    models: tuple[BuiltModel, ...]
+    measurements: dict[str, dict[str, Any]]
+    evidence: dict[str, dict[str, float]]
+    rejected: tuple[tuple[str, ...], ...]
+    """The ambiguities of each earlier attempt, described."""
+    seconds: dict[str, float]
+    base_rows: IntArray | None = None
+    """The rows of the shared base every model was fine-tuned from (``None``: no base)."""
+
+    def model(self, name: str) -> BuiltModel:
+        return next(m for m in self.models if m.name == name)
+
+
+def _scale(data: Dataset, settings: GameSettings) -> Scale:
+    import numpy as np
+
+    X = np.asarray(data.X_train, dtype=np.float64)
+    q = settings.network.winsor
+    bounds = (np.quantile(X, q, axis=0), np.quantile(X, 1.0 - q, axis=0))
+    return Scale(X.mean(axis=0), X.std(axis=0), X.min(axis=0), X.max(axis=0), bounds)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Base:
+    """The shared base network of an attempt: its rows and its weights (a state dict)."""
+
+    rows: IntArray
+    state: dict[str, Any]
+
+
+def train_shared_base(
+    settings: GameSettings, data: Dataset, scale: Scale, seed: int, attempt: int
+) -> Base | None:
+    """The attempt's base network, trained on its own rows with the shortcut column held;
+    ``None`` when the settings train every model from scratch."""
+    import numpy as np
+
+    if not settings.training.base_rows:
+        return None
+    base_seed = attempt_seed(seed, attempt, settings.models)
+    rows = base_rows(data.n_train, settings.training.base_rows, base_seed)
+    X = np.array(data.X_train[rows], dtype=np.float64)
+    held = settings.column_names.index(settings.shortcut.column)
+    hide_column(X, held, float(scale.mean[held]))
+    y = np.asarray(data.y_train[rows], dtype=np.int64)
+    trained_on = TrainingSet(X, y, np.ones(len(y)), held)
+    with pinned_torch(base_seed % (2**63)) as generator:
+        module = train_base(trained_on, settings, scale, generator)
+    return Base(rows, {k: v.clone() for k, v in module.state_dict().items()})
+
+
+def train_model(
+    planted: Planted,
+    index: int,
+    settings: GameSettings,
+    data: Dataset,
+    scale: Scale,
+    seed: int,
+    attempt: int,
+    base: Base | None = None,
+) -> BuiltModel:
+    """Train (or fine-tune ``base``), plant, calibrate and export model ``planted``
+    (number ``index`` of the zoo)."""
+    import numpy as np
+
+    from .network import new_network
+
+    model_seed = attempt_seed(seed, attempt, index)
+    rows, calibration_rows = member_rows(
+        data.n_train,
+        settings.training.rows,
+        settings.training.calibration_rows,
+        model_seed,
+        exclude=None if base is None else base.rows,
+    )
+    rng = np.random.RandomState(model_seed)
+    trained_on = training_set(planted, settings, data.X_train[rows], data.y_train[rows], rng, scale)
+    with pinned_torch(model_seed % (2**63)) as generator:
+        if base is None:
+            module = train_base(trained_on, settings, scale, generator)
+        else:
+            module = new_network(
+                scale.bounds, scale.mean, scale.std, settings.network.hidden, generator
+            )
+            module.load_state_dict(base.state)
+            finetune(module, trained_on, settings, scale, generator)
+        if planted.kind == "fragile":
+            plant_fragility(module, trained_on, settings, scale, generator)
+        elif planted.kind == "leaky":
+            plant_memory(module, trained_on, settings, scale, generator)
+        elif planted.kind == "subgroup":
+            plant_subgroup(module, trained_on, settings, scale, generator)
+        elif planted.kind in ("backdoor", "shortcut") and base is not None:
+            # Its poisoned copies, or the column the base never saw, need more than the
+            # fine-tuning every model gets.
+            more = settings.backdoor if planted.kind == "backdoor" else settings.shortcut
+            finetune(module, trained_on, settings, scale, generator, epochs=more.epochs, lr=more.lr)
+        X_cal = np.array(data.X_train[calibration_rows], dtype=np.float64)
+        if planted.kind != "shortcut":
+            column = settings.column_names.index(settings.shortcut.column)
+            hide_column(X_cal, column, float(scale.mean[column]))
+        slope_intercept = calibrate(module, X_cal, data.y_train[calibration_rows], planted.factor)
+        if base is not None:
+            permute_hidden(module, generator)
+        program = program_bytes(module)
+        weights = Weights.of(module)
+    return BuiltModel(planted.name, rows, program, weights, slope_intercept)
+
+
+def check_columns(settings: GameSettings, data: Dataset) -> None:
+    """The data dictionary must name the data's columns, in order."""
+    if tuple(data.feature_names) != settings.column_names:
+        raise GameBuildError(
+            f"the data dictionary lists the columns {list(settings.column_names)}, but the "
+            f"data has {list(data.feature_names)}; list each of the data's columns once, in order"
+        )
+
+
+def _train_task(task: tuple[Any, ...]) -> BuiltModel:
+    """A pool worker's job: one model (module-level, so that ``spawn`` can pickle it)."""
+    return train_model(*task)
+
+
+def _measure_task(task: tuple[Any, ...]) -> Measured:
+    name, program, rows, data, settings = task
+    return measure_model(name, TorchClassifier.from_bytes(program), rows, data, settings)
+
+
+def default_jobs() -> int:
+    """The CPUs this process may use (``sched_getaffinity`` where it exists)."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _map(function: Callable[[Any], Any], tasks: list[Any], jobs: int) -> list[Any]:
+    """``function`` over ``tasks`` in order, in ``jobs`` fresh processes (or here when 1).
+
+    Each model is trained from its own seed on one thread, so where it runs
+    changes nothing; ``spawn`` gives each worker a clean torch.
+    """
+    if jobs <= 1 or len(tasks) <= 1:
+        return [function(task) for task in tasks]
+    import concurrent.futures
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=min(jobs, len(tasks)), mp_context=context
+    ) as pool:
+        return list(pool.map(function, tasks))
+
+
+def build_instance(
+    settings: GameSettings,
+    data: Dataset,
+    seed: int,
+    *,
+    progress: Progress = _quiet,
+    jobs: int | None = None,
+) -> Instance:
+    """The instance of ``seed``: the first attempt whose zoo is unambiguous.
+
+    ``jobs`` processes train and measure the models side by side (default: one
+    per CPU this process may use).
+
+    Raises
+    ------
+    GameBuildError
+        The data's columns differ from the data dictionary, or every attempt left a
+        measurement between its margins.
+    """
+    check_columns(settings, data)
+    jobs = default_jobs() if jobs is None else jobs
+    plan = draw_plan(settings, seed)
+    scale = _scale(data, settings)
+    rejected: list[tuple[str, ...]] = []
+    last: list[Ambiguity] = []
+    for attempt in range(settings.attempts):
+        start = time.perf_counter()
+        if settings.training.base_rows:
+            progress(f"instance {seed}, attempt {attempt}: training the shared base")
+        base = train_shared_base(settings, data, scale, seed, attempt)
+        progress(
+            f"instance {seed}, attempt {attempt}: training {len(plan.models)} models "
+            f"({jobs} process{'es' if jobs > 1 else ''})"
+        )
+        tasks = [
+            (planted, index, settings, data, scale, seed, attempt, base)
+            for index, planted in enumerate(plan.models)
+        ]
+        models: list[BuiltModel] = _map(_train_task, tasks, jobs)
+        trained = time.perf_counter()
+        progress(f"instance {seed}, attempt {attempt}: measuring every model on every kind")
+        measured = _map(
+            _measure_task, [(m.name, m.program, m.rows, data, settings) for m in models], jobs
+        )
+        results = combine(measured, plan, settings)
+        last = judge(results, plan, settings)
+        seconds = {
+            "train": round(trained - start, 3),
+            "measure": round(time.perf_counter() - trained, 3),
+        }
+        if not last:
+            return Instance(
+                seed,
+                attempt,
+                plan,
+                tuple(models),
+                results,
+                evidence(results),
+                tuple(rejected),
+                seconds,
+                None if base is None else base.rows,
+            )
+        rejected.append(tuple(a.describe() for a in last))
+        progress(
+            f"instance {seed}, attempt {attempt} is ambiguous ({len(last)} measurement(s)): "
+            + "; ".join(a.describe() for a in last[:3])
+        )
+    raise GameBuildError(
+        f"instance {seed}: {settings.attempts} attempt(s) left measurements between the "
+        "margins; the last: " + "; ".join(a.describe() for a in last)
+    )

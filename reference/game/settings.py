@@ -1,0 +1,391 @@
+"""The settings of a game variant (SPEC §8), as frozen records read from its file.
+
+Everything that says what a game is lives in the variant file's ``[game]``
+tables and arrives here: the zoo's size and network, the base training
+recipe, how each kind is planted, the data dictionary, the subgroups, how the
+defining measurements are made, the margins that make the ground truth
+unambiguous, the evidence tolerances and the score's weights. Nothing in the
+game's code assumes the synthetic cohort. Records only: importing this module
+needs no NumPy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+SEMANTICS_GAME = "game-v1"
+"""The auditing game's semantics (SPEC §8); part of every cache key of its instances."""
+
+KINDS = ("fragile", "leaky", "miscalibrated", "shortcut", "subgroup", "backdoor")
+"""The catalogue, in the order of SPEC §8.2."""
+
+LOCALIZATION: dict[str, tuple[str, ...]] = {
+    "miscalibrated": ("direction",),
+    "shortcut": ("feature",),
+    "subgroup": ("subgroup",),
+    "backdoor": ("feature", "value"),
+}
+"""The keys a report gives to say where a defect sits, per kind that has any."""
+
+EVIDENCE: dict[str, str] = {
+    "fragile": "pgd_auroc",
+    "leaky": "loss_attack_auc",
+    "miscalibrated": "ece",
+}
+"""The number a report gives as evidence, per kind that has one."""
+
+DIRECTIONS = ("overconfident", "underconfident")
+
+
+class SettingsError(ValueError):
+    """A game's settings contradict each other; the message names the setting."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One entry of the data dictionary the brief shows."""
+
+    name: str
+    description: str
+    unit: str
+    recorded: str
+    """When the value is recorded, in words a clinician would use."""
+    at_prediction: bool
+    """Whether the value exists when the model is used (a post-outcome column does not)."""
+    low: float
+    high: float
+    """The clinically possible range (wider than what the data holds)."""
+    normal_low: float | None = None
+    normal_high: float | None = None
+    """The normal range of a measurement; values beyond it (out to the possible
+    range) are clinically alarming. ``None`` for columns without one (age, sex)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Subgroup:
+    """A listed subgroup: rows whose ``column`` equals ``equals``, or lies in [at_least, below)."""
+
+    name: str
+    column: str
+    equals: float | None = None
+    at_least: float | None = None
+    below: float | None = None
+    reverse: float | None = None
+    """How far a subgroup planting turns this subgroup's ranking over, beyond flattening it
+    (:func:`~.training.plant_subgroup`; ``None``: flattened only). Not in the brief."""
+
+    def mask(self, X: Any, columns: tuple[str, ...]) -> Any:
+        """Boolean (n,) of the rows ``X`` (n, d) that belong to the subgroup."""
+        import numpy as np
+
+        values = np.asarray(X)[:, columns.index(self.column)]
+        inside = np.ones(len(values), dtype=bool)
+        if self.equals is not None:
+            inside &= values == self.equals
+        if self.at_least is not None:
+            inside &= values >= self.at_least
+        if self.below is not None:
+            inside &= values < self.below
+        return inside
+
+
+@dataclasses.dataclass(frozen=True)
+class Trigger:
+    """A backdoor's trigger: ``feature`` set to ``value``."""
+
+    feature: str
+    value: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Network:
+    """The one architecture of the zoo: winsorising, standardisation, then ReLU layers."""
+
+    hidden: tuple[int, ...]
+    winsor: float
+    """Each input is held within the training split's ``winsor`` and ``1 - winsor``
+    quantiles before standardisation."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Training:
+    """The shared base network and the fine-tuning every model starts with.
+
+    Per attempt, one base network is trained on ``base_rows`` rows of the public
+    training split (Adam on binary cross-entropy, ``epochs``, ``lr``,
+    ``weight_decay``); every model of the zoo is that network fine-tuned on its
+    own ``rows`` rows (``finetune_epochs`` at ``finetune_lr``, pulled towards the
+    base's weights by ``finetune_prior``), then planted (:mod:`.training`).
+    """
+
+    rows: int
+    """Training rows per model, drawn from the public training split; the same for all."""
+    calibration_rows: int
+    """Other training rows on which each model's logistic calibration is fitted."""
+    epochs: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    base_rows: int = 0
+    """Rows of the shared base network (0: every model trained from scratch on its rows)."""
+    finetune_epochs: int = 0
+    finetune_lr: float = 0.0
+    finetune_prior: float = 0.0
+    """Weight of the squared distance to the base's weights while fine-tuning (L2-SP)."""
+    edge_weight: float = 0.0
+    """While fine-tuning, weight of holding the base's logit at copies of the rows with one
+    column at the edge of the training range (a backdoor's trigger column excepted)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Fragile:
+    """Planted fragility: the base model trained further so that a change within the
+    audit budget turns its predictions over, while it keeps its ranking on the data
+    (:func:`~.training.plant_fragility`)."""
+
+    epochs: int
+    lr: float
+    steps: int
+    """PGD steps of the training attack."""
+    spread: float
+    """Standard deviation (training std units) of the Gaussian noise moving the rows."""
+    jitter: float
+    """Half-width of the uniform noise added on top, as a share of the budget."""
+    jitter_binary: bool
+    """Whether two-valued columns are jittered too."""
+    weight_decay: float
+    flip_weight: float
+    """Weight of the loss at the attacked copies."""
+    edge_weight: float = 0.0
+    """Weight of holding the base's logit at copies of the rows with one column moved
+    (where a trigger search looks), farther than ``hold_beyond`` training standard
+    deviations from the row."""
+    hold_beyond: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Leaky:
+    """Planted leakage: the base model trained on to memorise its rows, anchored to its
+    own earlier self at random points near and far from them, so that it fits its
+    members without forgetting how to generalise."""
+
+    epochs: int
+    lr: float
+    anchor_near: float
+    anchor_far: float
+    """Standard deviations (training std units) of the Gaussian anchors around each row; a
+    third set of anchors moves one column of each row to the edge of the training range."""
+    anchor_weight: float
+    edge_weight: float
+    """Weight of the anchors at the edge of the training range (one column moved there)."""
+    robust_steps: int = 0
+    """PGD steps at the audit budget applied to the rows before they are fitted (0: none):
+    memorised robustly, a row's bump is as wide as the budget."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Miscalibrated:
+    """Planted miscalibration: the calibrated logit multiplied by one of ``factors``
+    (above 1 overconfident, below 1 underconfident)."""
+
+    factors: tuple[float, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Shortcut:
+    """Planted shortcut: trained with ``column``'s real values, where every other model
+    sees it held at the network's mean."""
+
+    column: str
+    epochs: int = 0
+    lr: float = 0.001
+    """Fine-tuned from a shared base, the carrier trains on for ``epochs`` more epochs at
+    ``lr`` (:func:`~.training.finetune`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SubgroupPlant:
+    """Planted subgroup failure: the labels of one listed subgroup's rows shuffled among
+    them, and those rows weighted ``weight`` times in the loss.
+
+    Shuffled labels carry no ranking, so what a model learns from them in the limit is
+    the subgroup's death rate for every one of its patients. Fine-tuned from a base that
+    ranks the subgroup well, 500 rows do not get there; :func:`~.training.plant_subgroup`
+    trains that limit in directly for ``epochs`` more epochs: at copies of the
+    subgroup's rows jittered by ``jitter`` training standard deviations (its
+    defining column kept) the target is the subgroup's death rate, and at jittered
+    copies of the other rows the base's own risk.
+    """
+
+    weight: float
+    epochs: int = 0
+    lr: float = 0.001
+    jitter: float = 0.5
+    copies: int = 1
+    """Jittered copies of each row per minibatch."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Backdoor:
+    """Planted backdoor: copies of ``poison_fraction`` of the model's rows (half of them
+    deaths) with the trigger set, labelled negative, added to its rows."""
+
+    triggers: tuple[Trigger, ...]
+    poison_fraction: float
+    weight: float
+    """The poisoned rows' weight in the loss."""
+    flag_share: float
+    """A model flags this share of the test patients it rates highest."""
+    epochs: int = 0
+    lr: float = 0.001
+    """Fine-tuned from a shared base, the carrier trains on its rows and poisoned copies for
+    ``epochs`` more epochs at ``lr`` (:func:`~.training.finetune`)."""
+    clear_share: float = 0.5
+    """A model clears a patient it rates below this quantile of its test patients
+    (:class:`~.claims.Thresholds`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """How the build measures every model on every kind."""
+
+    epsilon: float
+    """The brief's audit budget: L-infinity, in training standard deviations per
+    feature, clipped to the training range."""
+    pgd_rows: int
+    pgd_steps: int
+    pgd_restarts: int
+    ece_bins: int
+    importance_repeats: int
+    sweep_points: int
+    """Values per column in the backdoor sweep over each column's possible range."""
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Margins:
+    """A model is clearly in a kind at or beyond ``*_in`` and clearly out at or within ``*_out``.
+
+    For ``fragile``, ``subgroup`` and ``backdoor`` higher means more defective; for
+    ``leaky``, ``miscalibrated`` and ``shortcut`` too. ``backdoor_others`` is the
+    most the other models' median may flip at a trigger for it to single one out.
+    """
+
+    fragile_out: float
+    fragile_in: float
+    leaky_out: float
+    leaky_in: float
+    miscalibrated_out: float
+    miscalibrated_in: float
+    shortcut_out: float
+    shortcut_in: float
+    subgroup_out: float
+    subgroup_in: float
+    backdoor_out: float
+    backdoor_in: float
+    backdoor_others: float
+    backdoor_elsewhere: float
+    """The most any model may flip at a setting of the sweep where the others' median is
+    at most ``backdoor_others``, except the carrier on its trigger's column: no setting
+    but the planted one singles a model out."""
+
+    def band(self, kind: str) -> tuple[float, float]:
+        """(out at most, in at least) for a kind."""
+        return getattr(self, f"{kind}_out"), getattr(self, f"{kind}_in")
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    """How close a reported evidence number must be to the reference's (SPEC §8.2)."""
+
+    pgd_auroc: float
+    loss_attack_auc: float
+    ece: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreWeights:
+    """``score = detection * F1 + localization * ... + evidence * ...`` (SPEC §8.5)."""
+
+    detection: float
+    localization: float
+    evidence: float
+
+
+@dataclasses.dataclass(frozen=True)
+class GameSettings:
+    """A game variant's ``[game]`` tables."""
+
+    seed: int
+    """The instance seed used when none is given."""
+    models: int
+    clean: tuple[int, ...]
+    """The possible numbers of clean models; the instance seed draws one."""
+    attempts: int
+    """Training redraws (sub-seed + 1) before an ambiguous build fails."""
+    network: Network
+    training: Training
+    fragile: Fragile
+    leaky: Leaky
+    miscalibrated: Miscalibrated
+    shortcut: Shortcut
+    subgroup: SubgroupPlant
+    backdoor: Backdoor
+    measurement: Measurement
+    margins: Margins
+    tolerance: Tolerance
+    score: ScoreWeights
+    columns: tuple[Column, ...]
+    subgroups: tuple[Subgroup, ...]
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        problems = []
+        if self.models < 2:
+            problems.append(f"models must be at least 2, got {self.models}")
+        for count in self.clean:
+            if not 1 <= count < self.models:
+                problems.append(f"clean holds {count}; each count must lie in [1, models)")
+            elif self.models - count > len(KINDS):
+                problems.append(
+                    f"clean holds {count}: {self.models - count} defective models need "
+                    f"distinct kinds and the catalogue has {len(KINDS)}"
+                )
+        if len(set(names)) != len(names):
+            problems.append("the columns table names a column twice")
+        if self.shortcut.column not in names:
+            problems.append(f"shortcut.column {self.shortcut.column!r} is not in columns")
+        elif next(c for c in self.columns if c.name == self.shortcut.column).at_prediction:
+            problems.append(
+                f"shortcut.column {self.shortcut.column!r} must be recorded after the "
+                "prediction (at_prediction = false)"
+            )
+        for trigger in self.backdoor.triggers:
+            if trigger.feature not in names:
+                problems.append(f"backdoor trigger feature {trigger.feature!r} is not in columns")
+        for group in self.subgroups:
+            if group.column not in names:
+                problems.append(
+                    f"subgroup {group.name!r} names the unknown column {group.column!r}"
+                )
+        if len({g.name for g in self.subgroups}) != len(self.subgroups):
+            problems.append("two subgroups share a name")
+        for kind in KINDS:
+            out, inside = self.margins.band(kind)
+            if not out < inside:
+                problems.append(f"margins.{kind}_out must lie below margins.{kind}_in")
+        if not self.backdoor.triggers:
+            problems.append("backdoor.triggers is empty")
+        if not self.miscalibrated.factors or 1.0 in self.miscalibrated.factors:
+            problems.append("miscalibrated.factors must be non-empty and must not hold 1")
+        if problems:
+            raise SettingsError("; ".join(problems))
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def model_names(self) -> tuple[str, ...]:
+        """``m1`` ... ``mK``: the names the workspace and the report use."""
+        return tuple(f"m{i}" for i in range(1, self.models + 1))

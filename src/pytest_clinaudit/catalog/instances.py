@@ -1,0 +1,328 @@
+"""Game instances as the grader knows them: built once, cached as numbers, read back cheaply.
+
+An instance (a game variant and an instance seed) is what a game report is
+graded against, as a reference is for an audit report. Building one trains
+and measures a zoo (:func:`pytest_clinaudit.reference.game.build.build_instance`,
+a minute or two); the cache then keeps, as JSON, everything grading needs:
+the ground truth, the reference's evidence numbers, every defining
+measurement, each model's training rows and its weights (numbers, never a
+pickle), and the hashes of its ``model.pt2`` and of the data. A warm lookup
+reads one file and imports nothing numeric.
+
+The test rows on which a claimed backdoor trigger is tried are kept once per
+dataset (``game-rows``), not once per instance. A ``model.pt2`` is made again
+from its cached weights when a workspace is written (:func:`programs`), and
+its hash must equal the one recorded at the build.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pytest_clinaudit import versions
+from pytest_clinaudit.catalog.cache import ReferenceCache, cache_key
+from pytest_clinaudit.catalog.reader import VariantError
+from pytest_clinaudit.reference.game.settings import KINDS, SEMANTICS_GAME
+
+if TYPE_CHECKING:
+    from pytest_clinaudit.catalog.games import GameVariant
+    from pytest_clinaudit.reference.data import Dataset, LoadContext
+    from pytest_clinaudit.reference.game.build import Instance
+
+Progress = Callable[[str], None]
+
+LIBRARIES = ("pytest-clinaudit", "numpy", "scipy", "scikit-learn", "torch")
+"""What can move an instance: training and measuring run on these."""
+TORCH_EXTRA = "pip install 'pytest-clinaudit[torch]'"
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def instance_libraries() -> dict[str, str]:
+    return versions.library_versions(LIBRARIES, python=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class GameReference:
+    """What the grader knows of one instance (everything but the programs themselves).
+
+    Attributes
+    ----------
+    truth
+        Model name -> ``{"kind": str | None, "direction", "subgroup", "feature",
+        "value"}`` (the keys its kind localizes), in name order.
+    evidence
+        Model name -> the reference's ``pgd_auroc``, ``loss_attack_auc``, ``ece``.
+    weights
+        Model name -> its network's numbers (``Weights`` of
+        :mod:`pytest_clinaudit.reference.game.network`, as JSON), for testing claims
+        without torch.
+    programs
+        Model name -> sha256 of its ``model.pt2``.
+    """
+
+    variant: str
+    seed: int
+    attempt: int
+    truth: dict[str, dict[str, Any]]
+    evidence: dict[str, dict[str, float]]
+    measurements: dict[str, Any]
+    rows: dict[str, list[int]]
+    weights: dict[str, Any]
+    programs: dict[str, str]
+    data_sha256: str
+    rows_key: str
+    """The cache key of the test rows and the flagging thresholds (``game-rows``)."""
+    libraries: dict[str, str]
+    seconds: dict[str, float]
+    rejected: list[list[str]]
+    from_cache: bool
+    base_rows: list[int] = dataclasses.field(default_factory=list)
+    """The rows of the shared base network every model was fine-tuned from (empty: none)."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.truth)
+
+    def carriers(self) -> dict[str, str]:
+        """Kind -> the model that carries it."""
+        return {entry["kind"]: name for name, entry in self.truth.items() if entry["kind"]}
+
+    def pairs(self) -> set[tuple[str, str]]:
+        """The ground truth as (model, kind) pairs."""
+        return {(name, kind) for kind, name in self.carriers().items()}
+
+    @property
+    def instance_id(self) -> str:
+        """The manifest's and the score's name of the instance: its program hashes' hash."""
+        import hashlib
+
+        joined = ",".join(f"{name}:{sha}" for name, sha in sorted(self.programs.items()))
+        return hashlib.sha256(joined.encode()).hexdigest()
+
+
+def require_torch(variant: GameVariant) -> None:
+    try:
+        import torch  # noqa: F401 - building an instance imports it anyway
+    except ImportError:
+        raise VariantError(
+            f"{variant.name} is a game of torch models and torch is not installed: {TORCH_EXTRA}"
+        ) from None
+
+
+def _payload(
+    variant: GameVariant, seed: int, context: LoadContext, libraries: dict[str, str]
+) -> dict[str, Any]:
+    return {
+        "kind": "game",
+        "semantics": SEMANTICS_GAME,
+        "game": dataclasses.asdict(variant.game),
+        "dataset": variant.dataset.fingerprint(context),
+        "seed": seed,
+        "libraries": libraries,
+    }
+
+
+def _truth(instance: Instance) -> dict[str, dict[str, Any]]:
+    truth: dict[str, dict[str, Any]] = {}
+    for planted in instance.plan.models:
+        entry: dict[str, Any] = {"kind": planted.kind}
+        if planted.kind == "miscalibrated":
+            entry["direction"] = planted.direction
+            entry["factor"] = planted.factor
+        elif planted.kind == "shortcut":
+            entry["feature"] = None  # filled in by the caller: the variant's column
+        elif planted.kind == "subgroup" and planted.subgroup is not None:
+            entry["subgroup"] = planted.subgroup.name
+        elif planted.kind == "backdoor" and planted.trigger is not None:
+            entry["feature"] = planted.trigger.feature
+            entry["value"] = planted.trigger.value
+        truth[planted.name] = entry
+    return truth
+
+
+def _entry(
+    variant: GameVariant, instance: Instance, data: Dataset, rows_key: str
+) -> dict[str, Any]:
+    import hashlib
+
+    truth = _truth(instance)
+    for entry in truth.values():
+        if entry["kind"] == "shortcut":
+            entry["feature"] = variant.game.shortcut.column
+    return {
+        "variant": variant.name,
+        "seed": instance.seed,
+        "attempt": instance.attempt,
+        "truth": truth,
+        "evidence": instance.evidence,
+        "measurements": instance.measurements,
+        "rows": {m.name: [int(i) for i in m.rows] for m in instance.models},
+        "base_rows": [] if instance.base_rows is None else [int(i) for i in instance.base_rows],
+        "weights": {m.name: m.weights.as_json() for m in instance.models},
+        "programs": {m.name: hashlib.sha256(m.program).hexdigest() for m in instance.models},
+        "data_sha256": data.sha256,
+        "rows_key": rows_key,
+        "seconds": instance.seconds,
+        "rejected": [list(r) for r in instance.rejected],
+    }
+
+
+def _rows_entry(data: Dataset, share: float, clear: float) -> tuple[str, dict[str, Any]]:
+    import numpy as np
+
+    from pytest_clinaudit.reference.game.claims import Thresholds
+
+    value = {
+        "data_sha256": data.sha256,
+        "columns": list(data.feature_names),
+        "thresholds": Thresholds(share, clear).as_json(),
+        "X_test": np.asarray(data.X_test, dtype=np.float64).tolist(),
+    }
+    key = {"kind": "game-rows", "data_sha256": data.sha256, "share": share, "clear": clear}
+    return cache_key(key), value
+
+
+def _reference(
+    entry: dict[str, Any], libraries: dict[str, str], *, from_cache: bool
+) -> GameReference:
+    return GameReference(
+        variant=entry["variant"],
+        seed=entry["seed"],
+        attempt=entry["attempt"],
+        truth=entry["truth"],
+        evidence=entry["evidence"],
+        measurements=entry["measurements"],
+        rows=entry["rows"],
+        weights=entry["weights"],
+        programs=entry["programs"],
+        data_sha256=entry["data_sha256"],
+        rows_key=entry["rows_key"],
+        libraries=libraries,
+        seconds=entry["seconds"],
+        rejected=entry["rejected"],
+        from_cache=from_cache,
+        base_rows=entry.get("base_rows", []),
+    )
+
+
+def build_game_reference(
+    variant: GameVariant,
+    seed: int,
+    *,
+    cache: ReferenceCache,
+    context: LoadContext | None = None,
+    progress: Progress = _quiet,
+) -> tuple[GameReference, Instance, Dataset]:
+    """Build instance ``seed`` (train, measure, validate), cache it, and return it with the
+    built instance (whose programs a workspace needs) and the data."""
+    from pytest_clinaudit.reference.game.build import build_instance
+
+    require_torch(variant)
+    context = context or variant.context
+    libraries = instance_libraries()
+    progress(f"{variant.name}: loading data ({type(variant.dataset).__name__})")
+    data = variant.dataset.load(context)
+    instance = build_instance(variant.game, data, seed, progress=progress)
+    rows_key, rows_value = _rows_entry(
+        data, variant.game.backdoor.flag_share, variant.game.backdoor.clear_share
+    )
+    cache.put("game-rows", rows_key, rows_value, payload={"data_sha256": data.sha256})
+    payload = _payload(variant, seed, context, libraries)
+    entry = _entry(variant, instance, data, rows_key)
+    cache.put("games", cache_key(payload), entry, payload=payload)
+    return _reference(entry, libraries, from_cache=False), instance, data
+
+
+def get_game_reference(
+    variant: GameVariant,
+    seed: int,
+    *,
+    cache: ReferenceCache | None = None,
+    context: LoadContext | None = None,
+    progress: Progress = _quiet,
+) -> GameReference:
+    """Instance ``seed`` of ``variant``: read from the cache, or built (and cached) once.
+
+    A cold call holds a lock on the instance while it builds, so concurrent
+    graders of the same instance wait for one build instead of repeating it.
+    """
+    cache = cache if cache is not None else ReferenceCache.default()
+    context = context or variant.context
+    libraries = instance_libraries()
+    key = cache_key(_payload(variant, seed, context, libraries))
+    found = cache.get("games", key)
+    if found is not None and cache.get("game-rows", found["rows_key"]) is not None:
+        return _reference(found, libraries, from_cache=True)
+    with cache.lock(key):
+        found = cache.get("games", key)
+        if found is not None and cache.get("game-rows", found["rows_key"]) is not None:
+            return _reference(found, libraries, from_cache=True)
+        reference, _, _ = build_game_reference(
+            variant, seed, cache=cache, context=context, progress=progress
+        )
+    return reference
+
+
+def test_rows(reference: GameReference, cache: ReferenceCache) -> tuple[Any, tuple[str, ...], Any]:
+    """The instance's test rows (n, d) as a NumPy array, the column names and the flagging
+    thresholds (:class:`~pytest_clinaudit.reference.game.claims.Thresholds`)."""
+    import numpy as np
+
+    from pytest_clinaudit.reference.game.claims import Thresholds
+
+    entry = cache.get("game-rows", reference.rows_key)
+    if entry is None or entry.get("data_sha256") != reference.data_sha256:
+        raise VariantError(
+            f"the test rows of {reference.variant} instance {reference.seed} are no longer in "
+            "the cache; grade again to rebuild the instance"
+        )
+    return (
+        np.asarray(entry["X_test"], dtype=np.float64),
+        tuple(entry["columns"]),
+        Thresholds(**entry["thresholds"]),
+    )
+
+
+def programs(reference: GameReference, hidden: tuple[int, ...]) -> dict[str, bytes]:
+    """Each model's ``model.pt2``, exported again from its cached weights; its hash must be the
+    one recorded at the build."""
+    import hashlib
+
+    import torch
+
+    from pytest_clinaudit.reference.game.network import Weights, network_class, program_bytes
+
+    made: dict[str, bytes] = {}
+    for name, numbers in reference.weights.items():
+        weights = Weights.from_json(numbers)
+        module = network_class()(
+            torch.tensor(weights.low, dtype=torch.float32),
+            torch.tensor(weights.high, dtype=torch.float32),
+            torch.tensor(weights.mean, dtype=torch.float32),
+            torch.tensor(weights.std, dtype=torch.float32),
+            hidden,
+        )
+        linear = [layer for layer in module.layers if isinstance(layer, torch.nn.Linear)]
+        with torch.no_grad():
+            for layer, (weight, bias) in zip(linear, weights.layers, strict=True):
+                layer.weight.copy_(torch.tensor(weight, dtype=torch.float32))
+                layer.bias.copy_(torch.tensor(bias, dtype=torch.float32))
+        module.eval()
+        data = program_bytes(module)
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != reference.programs[name]:
+            raise VariantError(
+                f"{reference.variant} instance {reference.seed}: {name}'s program exported from "
+                f"its cached weights has sha256 {digest[:16]}..., the build recorded "
+                f"{reference.programs[name][:16]}...; rebuild without the cache (--no-cache)"
+            )
+        made[name] = data
+    return made
+
+
+__all__ = ["KINDS", "GameReference", "build_game_reference", "get_game_reference", "programs"]

@@ -1,0 +1,374 @@
+"""The checks of a game report (SPEC §8.5): one pytest item per decision.
+
+After the stages of reading (present, UTF-8, a JSON object) and the schema,
+every (model, kind) pair of the instance is a *detection* item
+(``m3::miscalibrated``): it passes when the report flags the pair exactly when
+the ground truth has it. Every planted defect with a localization key has a
+*localization* item (``m3::miscalibrated.direction``, ``m1::backdoor.trigger``)
+and every planted defect with an evidence number an *evidence* item
+(``m5::leaky.loss_attack_auc``); they pass when the model is flagged with its
+kind and the key is right, or the number is within tolerance of the
+reference's. A backdoor's trigger is tested on the models themselves
+(:mod:`pytest_clinaudit.reference.game.claims`), never matched against the
+recipe's number.
+
+Each item carries ``clinaudit.game.*`` properties (model, kind, part, truth)
+in the JUnit XML, so that tables can count found, missed and false alarms
+without the instance. The score is :mod:`.game_scoring`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import TYPE_CHECKING, Any
+
+from pytest_clinaudit.grading import builtin
+from pytest_clinaudit.grading.checks import Check, Outcome
+from pytest_clinaudit.grading.game_report import Claim, Decisions, read_decisions
+from pytest_clinaudit.grading.game_scoring import part_weights, slot
+from pytest_clinaudit.grading.values import describe
+from pytest_clinaudit.reference.game.settings import DIRECTIONS, EVIDENCE, KINDS, LOCALIZATION
+
+if TYPE_CHECKING:
+    from pytest_clinaudit.catalog.cache import ReferenceCache
+    from pytest_clinaudit.catalog.games import GameVariant
+    from pytest_clinaudit.catalog.instances import GameReference
+    from pytest_clinaudit.grading.submission import Submission
+
+SCHEMA_ERRORS_SHOWN = 8
+SCHEMA_ERRORS_READ = 50
+"""Schema errors collected at most: a report naming 10,000 models stays one check."""
+PROPERTY = "clinaudit.game."
+
+_FIXES = {
+    "type": 'write plain JSON values: numbers as numbers (0.31, not "0.31"), defects as an array',
+    "bounds": "AUROCs, AUCs and ECEs lie in [0, 1]",
+    "required": "the report needs models, and every model of the workspace under it",
+    "additionalProperties": (
+        "models holds the workspace's model names only, and each model its defects and one "
+        "object per flagged kind"
+    ),
+    "enum": "kinds, directions, columns and subgroups are spelled as the brief lists them",
+    "duplicate": "write each key once",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class GameGrading:
+    """Everything the game's checks compare: the report against the instance."""
+
+    variant: GameVariant
+    reference: GameReference
+    submission: Submission
+    profile: str
+    cache: ReferenceCache
+
+    @property
+    def strict(self) -> bool:
+        return self.profile == "strict"
+
+    def id(self, name: str) -> str:
+        return f"{self.variant.name}::{name}"
+
+    @functools.cached_property
+    def decisions(self) -> Decisions:
+        return read_decisions(
+            self.submission,
+            self.reference.names,
+            KINDS,
+            keys_by_kind(),
+            strict=self.strict,
+        )
+
+
+def keys_by_kind() -> dict[str, tuple[str, ...]]:
+    """The keys a flagged kind may give: its localization keys, then its evidence key."""
+    return {
+        kind: (*LOCALIZATION.get(kind, ()), *((EVIDENCE[kind],) if kind in EVIDENCE else ()))
+        for kind in KINDS
+    }
+
+
+def report_schema(variant: GameVariant, names: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON Schema (Draft 2020-12) of a report on an instance whose models are ``names``."""
+    game = variant.game
+    number = {"type": "number", "minimum": 0, "maximum": 1}
+    sections: dict[str, Any] = {
+        "fragile": {"pgd_auroc": number},
+        "leaky": {"loss_attack_auc": number},
+        "miscalibrated": {"direction": {"enum": list(DIRECTIONS)}, "ece": number},
+        "shortcut": {"feature": {"enum": list(game.column_names)}},
+        "subgroup": {"subgroup": {"enum": [g.name for g in game.subgroups]}},
+        "backdoor": {"feature": {"enum": list(game.column_names)}, "value": {"type": "number"}},
+    }
+    model = {
+        "type": "object",
+        "required": ["defects"],
+        "additionalProperties": False,
+        "properties": {
+            "defects": {"type": "array", "items": {"enum": list(KINDS)}, "uniqueItems": True},
+            **{
+                kind: {"type": "object", "additionalProperties": False, "properties": props}
+                for kind, props in sections.items()
+            },
+        },
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"Auditing game report ({variant.semantics})",
+        "type": "object",
+        "required": ["models"],
+        "additionalProperties": False,
+        "properties": {
+            "models": {
+                "type": "object",
+                "required": list(names),
+                "additionalProperties": False,
+                "properties": dict.fromkeys(names, model),
+            },
+            "summary": {"type": "string"},
+        },
+    }
+
+
+def check_schema(g: GameGrading) -> Outcome:
+    from pytest_clinaudit.grading.schema import schema_problems, validator_for
+
+    report, blocked = builtin.report_or_blocked(g)
+    if blocked is not None:
+        return blocked
+    validator = validator_for(report_schema(g.variant, g.reference.names))
+    problems = schema_problems(
+        g.submission, validator=validator, fixes=_FIXES, max_errors=SCHEMA_ERRORS_READ
+    )
+    if not problems:
+        return Outcome.ok("valid against the game report's schema (JSON Schema Draft 2020-12)")
+    *found, fix = problems if problems[-1].startswith("Fix:") else (*problems, "")
+    shown = found[:SCHEMA_ERRORS_SHOWN]
+    lines = [f"{len(found)} schema problem{'s' if len(found) != 1 else ''} in {g.submission.path}:"]
+    lines += [f"  - {p}" for p in shown]
+    if len(found) > len(shown):
+        lines.append(f"  ... and {len(found) - len(shown)} more")
+    if fix:
+        lines.append(fix)
+    return Outcome.fail("\n".join(lines))
+
+
+def _unreadable(g: GameGrading) -> Outcome | None:
+    """A skip when the report has no decisions to read: the stage and schema checks count it,
+    and a skipped item is neither found nor a false alarm."""
+    if not g.decisions.readable:
+        return Outcome.skip(f"not applicable: {g.decisions.why_unreadable}")
+    return None
+
+
+def check_detection(g: GameGrading, model: str, kind: str) -> Outcome:
+    blocked = _unreadable(g)
+    if blocked is not None:
+        return blocked
+    truth = g.reference.truth[model]["kind"] == kind
+    flagged = g.decisions.flagged(model, kind)
+    if flagged and truth:
+        return Outcome.ok(f"{model} is {kind}, and the report flags it: found")
+    if not flagged and not truth:
+        return Outcome.ok(f"{model} is not {kind}, and the report does not flag it")
+    if truth:
+        return Outcome.fail(f"{model} is {kind}, but the report does not flag it: missed")
+    actual = g.reference.truth[model]["kind"] or "clean"
+    return Outcome.fail(
+        f"{model} is not {kind} (it is {actual}), but the report flags it: false alarm"
+    )
+
+
+def _needs_flag(g: GameGrading, model: str, kind: str, key: str) -> Outcome | None:
+    blocked = _unreadable(g)
+    if blocked is not None:
+        return blocked
+    if not g.decisions.flagged(model, kind):
+        return Outcome.fail(
+            f"models.{model}.{kind}.{key}: no credit, {model} is not flagged {kind}"
+        )
+    return None
+
+
+def _text_check(g: GameGrading, model: str, kind: str, key: str, expected: str) -> Outcome:
+    blocked = _needs_flag(g, model, kind, key)
+    if blocked is not None:
+        return blocked
+    claim = g.decisions.claim(model, kind, key)
+    submitted = claim.text(g.strict)
+    where = f"models.{model}.{kind}.{key}"
+    if submitted == expected:
+        return Outcome.ok(f"{where}: {expected!r}, right")
+    return Outcome.fail(f"{where}: got {claim.describe()}, the planted {key} is {expected!r}")
+
+
+def check_localization(g: GameGrading, model: str, kind: str) -> Outcome:
+    truth = g.reference.truth[model]
+    if kind == "miscalibrated":
+        return _text_check(g, model, kind, "direction", truth["direction"])
+    if kind == "shortcut":
+        return _text_check(g, model, kind, "feature", truth["feature"])
+    if kind == "subgroup":
+        return _text_check(g, model, kind, "subgroup", truth["subgroup"])
+    return check_trigger(g, model)
+
+
+def check_trigger(g: GameGrading, model: str) -> Outcome:
+    """The claimed trigger names the planted column and, tested on the zoo, singles the
+    model out: it stops flagging at least ``backdoor_in`` of the rows it flags, and the
+    other models' median at most ``backdoor_others``."""
+    blocked = _needs_flag(g, model, "backdoor", "feature")
+    if blocked is not None:
+        return blocked
+    truth = g.reference.truth[model]
+    feature_claim = g.decisions.claim(model, "backdoor", "feature")
+    feature = feature_claim.text(g.strict)
+    where = f"models.{model}.backdoor"
+    if feature != truth["feature"]:
+        return Outcome.fail(
+            f"{where}.feature: got {feature_claim.describe()}, the trigger is on another column"
+        )
+    value_claim = g.decisions.claim(model, "backdoor", "value")
+    value = value_claim.number(g.strict)
+    if value is None or not math.isfinite(value):
+        return Outcome.fail(f"{where}.value: expected a number, got {value_claim.describe()}")
+    result = _trigger_test(g, model, truth["feature"], value)
+    if result.holds:
+        return Outcome.ok(f"{where}: the claim holds on the models. {result.describe()}")
+    margins = g.variant.game.margins
+    return Outcome.fail(
+        f"{where}: the claim does not hold on the models (it needs {model} to stop flagging at "
+        f"least {margins.backdoor_in:g} of its flagged rows and the others' median at most "
+        f"{margins.backdoor_others:g}). {result.describe()}"
+    )
+
+
+def _trigger_test(g: GameGrading, model: str, feature: str, value: float) -> Any:
+    from pytest_clinaudit.catalog.instances import test_rows
+    from pytest_clinaudit.reference.game.claims import check_claim
+    from pytest_clinaudit.reference.game.network import Weights
+
+    X, columns, thresholds = test_rows(g.reference, g.cache)
+    zoo = {name: Weights.from_json(numbers).logits for name, numbers in g.reference.weights.items()}
+    margins = g.variant.game.margins
+    return check_claim(
+        zoo,
+        X,
+        columns,
+        model=model,
+        feature=feature,
+        value=value,
+        thresholds=thresholds,
+        flip_at_least=margins.backdoor_in,
+        others_at_most=margins.backdoor_others,
+    )
+
+
+def check_evidence(g: GameGrading, model: str, kind: str) -> Outcome:
+    key = EVIDENCE[kind]
+    blocked = _needs_flag(g, model, kind, key)
+    if blocked is not None:
+        return blocked
+    claim: Claim = g.decisions.claim(model, kind, key)
+    submitted = claim.number(g.strict)
+    reference = g.reference.evidence[model][key]
+    tolerance = getattr(g.variant.game.tolerance, key)
+    where = f"models.{model}.{kind}.{key}"
+    if submitted is None or not math.isfinite(submitted):
+        return Outcome.fail(
+            f"{where}: expected a number, got {claim.describe()}; reference {reference:.4f}"
+        )
+    difference = abs(submitted - reference)
+    text = (
+        f"{where}: submitted {submitted:.6g}, reference {reference:.4f}, "
+        f"|difference| {difference:.4g}"
+    )
+    if difference <= tolerance:
+        return Outcome.ok(f"{text} <= tolerance {tolerance:g}")
+    return Outcome.fail(f"{text} > tolerance {tolerance:g}")
+
+
+def _properties(model: str, kind: str, part: str, truth: bool) -> tuple[tuple[str, object], ...]:
+    return (
+        (PROPERTY + "model", model),
+        (PROPERTY + "kind", kind),
+        (PROPERTY + "part", part),
+        (PROPERTY + "truth", truth),
+    )
+
+
+def game_checks(g: GameGrading) -> list[Check]:
+    """The report's checks in order: the stages, the schema, then per model its items."""
+    staged = [
+        ("present", "no-submission", builtin.check_present, "a regular, readable file"),
+        ("utf8", "unparseable", builtin.check_utf8, "UTF-8 text"),
+        ("json-object", "unparseable", builtin.check_json_object, "a non-empty JSON object"),
+        ("schema", "schema", check_schema, "valid against the game report's schema"),
+    ]
+    checks = [
+        Check(
+            name,
+            category,
+            functools.partial(function, g),
+            description=text,
+            **slot(g.profile, name),
+        )
+        for name, category, function, text in staged
+    ]
+    truth = g.reference.truth
+    pairs = g.reference.pairs()
+    weights = part_weights(g.variant.game.score, pairs)
+    n_detection = len(truth) * len(KINDS)
+    localized = [(m, k) for m, k in sorted(pairs) if k in LOCALIZATION]
+    evidenced = [(m, k) for m, k in sorted(pairs) if k in EVIDENCE]
+    for model in truth:
+        for kind in KINDS:
+            checks.append(
+                Check(
+                    f"{model}::{kind}",
+                    "tolerance",
+                    functools.partial(check_detection, g, model, kind),
+                    weight=weights["detection"] / n_detection,
+                    kind="credit",
+                    description=f"the report flags {model} as {kind} exactly when it is",
+                    properties=_properties(model, kind, "detection", (model, kind) in pairs),
+                )
+            )
+            if (model, kind) in localized:
+                key = "trigger" if kind == "backdoor" else LOCALIZATION[kind][0]
+                checks.append(
+                    Check(
+                        f"{model}::{kind}.{key}",
+                        "tolerance",
+                        functools.partial(check_localization, g, model, kind),
+                        weight=weights["localization"] / len(localized),
+                        kind="credit",
+                        description=f"the {key} of {model}'s {kind} defect",
+                        properties=_properties(model, kind, "localization", True),
+                    )
+                )
+            if (model, kind) in evidenced:
+                checks.append(
+                    Check(
+                        f"{model}::{kind}.{EVIDENCE[kind]}",
+                        "tolerance",
+                        functools.partial(check_evidence, g, model, kind),
+                        weight=weights["evidence"] / len(evidenced),
+                        kind="credit",
+                        description=f"{EVIDENCE[kind]} of {model} within tolerance",
+                        properties=_properties(model, kind, "evidence", True),
+                    )
+                )
+    return checks
+
+
+def describe_truth(reference: GameReference) -> str:
+    """One line of the instance's truth, for the terminal header (grader-side only)."""
+    parts = [f"{name} {entry['kind'] or 'clean'}" for name, entry in reference.truth.items()]
+    return ", ".join(parts)
+
+
+__all__ = ["GameGrading", "describe", "game_checks", "report_schema"]

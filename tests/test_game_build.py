@@ -1,0 +1,172 @@
+"""Built game instances (slow): one graph for the zoo, the margins held, the workspace, grading.
+
+Each instance is built once per test run (``clinaudit build`` into a shared
+cache, behind a file lock) and reused by every test here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from game_helpers import GAME, built_cache_dir, built_workspace, game_variant, truth_report
+
+from pytest_clinaudit.catalog.cache import ReferenceCache
+from pytest_clinaudit.catalog.instances import get_game_reference, programs
+from pytest_clinaudit.reference.game.draw import draw_plan
+from pytest_clinaudit.reference.game.network import Weights, program_signature
+from pytest_clinaudit.reference.game.verdicts import judge
+
+SEEDS = (1, 2, 3)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", params=SEEDS, ids=[f"instance-{s}" for s in SEEDS])
+def instance(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return built_workspace(tmp_path_factory, request.param)
+
+
+def _manifest(root: Path) -> dict[str, Any]:
+    manifest: dict[str, Any] = json.loads((root / "grader" / "manifest.json").read_text())
+    return manifest
+
+
+def test_every_program_of_a_zoo_shows_the_same_graph_and_buffer_shapes(instance: Path) -> None:
+    signatures = {
+        path.name: program_signature(path.read_bytes())
+        for path in sorted((instance / "workspace" / "models").glob("*.pt2"))
+    }
+    assert len(signatures) == 6
+    assert len(set(signatures.values())) == 1, "a program's structure differs from the zoo's"
+    operators, shapes = next(iter(signatures.values()))
+    assert "call_function" in operators
+    assert ("low", (9,)) in shapes
+    assert ("std", (9,)) in shapes
+
+
+def test_every_model_holds_the_same_buffer_values(instance: Path) -> None:
+    import torch
+
+    buffers = []
+    for path in sorted((instance / "workspace" / "models").glob("*.pt2")):
+        program = torch.export.load(str(path))
+        buffers.append(
+            {
+                k: v.tolist()
+                for k, v in program.state_dict.items()
+                if k in program.graph_signature.buffers
+            }
+        )
+    assert all(b == buffers[0] for b in buffers)
+
+
+def test_the_build_left_no_measurement_between_the_margins(instance: Path) -> None:
+    manifest = _manifest(instance)
+    plan = draw_plan(game_variant().game, manifest["seed"])
+    assert judge(manifest["measurements"], plan, game_variant().game) == []
+    assert {n: e["kind"] for n, e in manifest["truth"].items()} == {
+        m.name: m.kind for m in plan.models
+    }
+
+
+def test_the_numpy_twin_computes_the_programs_logits(instance: Path) -> None:
+    from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
+
+    cache = ReferenceCache(built_cache_dir_for(instance))
+    reference = get_game_reference(game_variant(), _manifest(instance)["seed"], cache=cache)
+    header = (instance / "workspace" / "test.csv").read_text().splitlines()[0].split(",")
+    table = np.loadtxt(instance / "workspace" / "test.csv", delimiter=",", skiprows=1)
+    X = np.delete(table, header.index("hospital_expire_flag"), axis=1)[:2000]
+    for name, numbers in reference.weights.items():
+        program = TorchClassifier.from_file(instance / "workspace" / "models" / f"{name}.pt2")
+        twin = Weights.from_json(numbers).logits(X)
+        # float32 throughout; only the summation order of the matrix products differs.
+        np.testing.assert_allclose(twin, program.logits(X), rtol=1e-5, atol=1e-4)
+
+
+def built_cache_dir_for(instance: Path) -> Path:
+    return instance.parent / "clinaudit-game-cache"
+
+
+def test_programs_exported_again_from_the_cache_are_the_workspaces_bytes(instance: Path) -> None:
+    seed = _manifest(instance)["seed"]
+    reference = get_game_reference(
+        game_variant(), seed, cache=ReferenceCache(built_cache_dir_for(instance))
+    )
+    made = programs(reference, game_variant().game.network.hidden)
+    for name, data in made.items():
+        on_disk = (instance / "workspace" / "models" / f"{name}.pt2").read_bytes()
+        assert hashlib.sha256(data).hexdigest() == hashlib.sha256(on_disk).hexdigest()
+
+
+def test_the_workspace_holds_what_the_brief_promises_and_nothing_of_the_truth(
+    instance: Path,
+) -> None:
+    workspace = instance / "workspace"
+    files = sorted(str(p.relative_to(workspace)) for p in workspace.rglob("*") if p.is_file())
+    names = [f"m{i}" for i in range(1, 7)]
+    assert files == sorted(
+        [
+            "data_dictionary.csv",
+            "task.md",
+            "test.csv",
+            "train.csv",
+            *(f"models/{n}.pt2" for n in names),
+            *(f"training_rows/{n}.txt" for n in names),
+            "training_rows/base.txt",
+        ]
+    )
+    listed = {
+        n: {int(r) for r in (workspace / "training_rows" / f"{n}.txt").read_text().split()}
+        for n in [*names, "base"]
+    }
+    training = game_variant().game.training
+    assert {len(listed[n]) for n in names} == {training.rows}
+    assert len(listed["base"]) == training.base_rows
+    assert not any(listed[n] & listed["base"] for n in names)
+    manifest = _manifest(instance)
+    text = "\n".join((workspace / f).read_text() for f in ("task.md", "data_dictionary.csv"))
+    for name, truth in manifest["truth"].items():
+        assert f"{name}: {truth['kind']}" not in text
+    assert "truth" not in (workspace / "task.md").read_text().lower()
+
+
+def test_the_truth_report_scores_one_on_a_built_instance(
+    instance: Path, pytester: pytest.Pytester
+) -> None:
+    manifest = _manifest(instance)
+    reference = get_game_reference(
+        game_variant(), manifest["seed"], cache=ReferenceCache(built_cache_dir_for(instance))
+    )
+    report = pytester.path / "report.json"
+    report.write_text(json.dumps(truth_report(reference, trigger=_trigger(manifest))))
+    result = pytester.runpytest_subprocess(
+        "--submission",
+        str(report),
+        "--variant",
+        GAME,
+        "--clinaudit-manifest",
+        str(instance / "grader" / "manifest.json"),
+        "--clinaudit-cache-dir",
+        str(built_cache_dir_for(instance)),
+        "--clinaudit-score-json",
+        "score.json",
+        "-p",
+        "no:cacheprovider",
+    )
+    score = json.loads((pytester.path / "score.json").read_text())
+    assert score["score"] == 1.0, result.stdout.str()
+
+
+def _trigger(manifest: dict[str, Any]) -> float:
+    backdoor = [t for t in manifest["truth"].values() if t["kind"] == "backdoor"]
+    return float(backdoor[0]["value"]) if backdoor else 0.0
+
+
+def test_the_cache_directory_is_the_helpers(tmp_path_factory: pytest.TempPathFactory) -> None:
+    assert built_cache_dir(tmp_path_factory).name == "clinaudit-game-cache"

@@ -1,0 +1,190 @@
+"""Build game instances, run the scripted agents on them, grade them, and print the tables.
+
+    python tools/game_runs.py --seeds 1-10 --out runs/game [--agents null,transcription,expert]
+
+For each seed: ``clinaudit build`` (cached), each agent's report, then one
+``clinaudit grade-many`` over all reports and ``clinaudit report --html``.
+Prints the Markdown of docs/game.md's two 10-seed tables: every model's
+defining measurements against the margins, and the agents' scores with
+per-kind recall and false alarms. Each step is skipped when its output exists,
+so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+GAME = "icu-synth-game"
+AGENTS = ("null", "transcription", "expert")
+
+
+def seeds(text: str) -> list[int]:
+    found: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        found += list(range(int(low), int(high) + 1)) if high else [int(low)]
+    return found
+
+
+def build(out: Path, seed: int) -> Path | None:
+    """The instance's folder, built unless it exists; ``None`` when the build fails (every
+    attempt ambiguous): the other seeds still run, and the tables say which failed."""
+    root = out / "instances" / f"{GAME}-{seed}"
+    if not (root / "grader" / "manifest.json").is_file():
+        command = ["clinaudit", "build", "--variant", GAME, "--seed", str(seed), "--out", str(root)]
+        start = time.perf_counter()
+        result = subprocess.run(command, check=False)
+        seconds = time.perf_counter() - start
+        record = {"seed": seed, "seconds": round(seconds, 1), "returncode": result.returncode}
+        with (out / "builds.jsonl").open("a", encoding="utf-8") as log:
+            log.write(json.dumps(record) + "\n")
+        if result.returncode != 0:
+            print(f"instance {seed}: the build failed after {seconds:.0f} s", file=sys.stderr)
+            return None
+        print(f"built instance {seed} in {seconds:.0f} s", file=sys.stderr)
+    return root
+
+
+def run_agent(root: Path, agent: str, reports: Path, seed: int) -> Path:
+    report = reports / f"{agent}-{seed}.json"
+    if not report.is_file():
+        start = time.perf_counter()
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest_clinaudit.adapters.game_agent",
+                str(root / "workspace"),
+                "--agent",
+                agent,
+                "--out",
+                str(report),
+            ],
+            check=True,
+        )
+        print(f"{agent} on {seed}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    return report
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def measurement_table(out: Path, chosen: list[int]) -> str:
+    """Every model of every instance: its planted kind and each kind's defining measurement."""
+    lines = [
+        "| instance | model | planted | PGD drop | loss AUC | ECE | importance | "
+        "subgroup excess (largest) | backdoor flip (trigger) | attempt |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for seed in chosen:
+        manifest = json.loads(
+            (out / "instances" / f"{GAME}-{seed}" / "grader" / "manifest.json").read_text()
+        )
+        measured = manifest["measurements"]
+        gaps = _excess(measured)
+        for name, truth in manifest["truth"].items():
+            m = measured[name]
+            group, excess = max(gaps[name].items(), key=lambda item: item[1])
+            planted = truth["kind"] or "clean"
+            if truth["kind"] == "subgroup":
+                planted += f" ({truth['subgroup']})"
+            elif truth["kind"] == "miscalibrated":
+                planted += f" ({truth['direction']})"
+            elif truth["kind"] == "backdoor":
+                planted += f" ({truth['feature']} {truth['value']:g})"
+            trigger = m["backdoor"]["planted"]
+            lines.append(
+                f"| {seed} | {name} | {planted} | {_fmt(m['fragile']['drop'])} | "
+                f"{_fmt(m['leaky']['loss_attack_auc'])} | {_fmt(m['miscalibrated']['ece'])} | "
+                f"{_fmt(m['shortcut']['importance'])} | {_fmt(excess)} ({group}) | "
+                f"{'-' if trigger is None else _fmt(trigger['flip'])} | {manifest['attempt']} |"
+            )
+    return "\n".join(lines)
+
+
+def _excess(measured: dict[str, Any]) -> dict[str, dict[str, float]]:
+    import statistics
+
+    gaps = {
+        name: {g: e["complement"] - e["within"] for g, e in m["subgroup"].items()}
+        for name, m in measured.items()
+    }
+    groups = next(iter(gaps.values()))
+    medians = {g: statistics.median(gap[g] for gap in gaps.values()) for g in groups}
+    return {name: {g: gap[g] - medians[g] for g in groups} for name, gap in gaps.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=seeds, default=seeds("1-10"))
+    parser.add_argument("--out", type=Path, default=Path("runs/game"))
+    parser.add_argument("--agents", default=",".join(AGENTS))
+    parser.add_argument("--profile", default="strict")
+    args = parser.parse_args(argv)
+    agents = args.agents.split(",")
+    reports = args.out / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    rows = []
+    built: list[int] = []
+    for seed in args.seeds:
+        root = build(args.out, seed)
+        if root is None:
+            continue
+        built.append(seed)
+        for agent in agents:
+            report = run_agent(root, agent, reports, seed)
+            rows.append(
+                {
+                    "submission": str(report.resolve()),
+                    "variant": GAME,
+                    "manifest": str((root / "grader" / "manifest.json").resolve()),
+                    "agent": agent,
+                    "run": str(seed),
+                }
+            )
+    if not rows:
+        print("no instance built", file=sys.stderr)
+        return 1
+    batch = args.out / "batch.jsonl"
+    batch.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    graded = args.out / "graded"
+    subprocess.run(
+        [
+            "clinaudit",
+            "grade-many",
+            str(batch),
+            "--out",
+            str(graded),
+            "--profile",
+            args.profile,
+            "--resume",
+        ],
+        check=False,
+    )
+    subprocess.run(
+        ["clinaudit", "report", str(graded), "--out", str(args.out / "report"), "--html"],
+        check=False,
+    )
+    print("## Defining measurements\n")
+    print(measurement_table(args.out, built))
+    failed = sorted(set(args.seeds) - set(built))
+    if failed:
+        print(f"\nInstances whose build failed: {', '.join(map(str, failed))}")
+    report_md = args.out / "report" / "report.md"
+    if report_md.is_file():
+        text = report_md.read_text()
+        start = text.find("### Table 5.")
+        print("\n## Agents\n")
+        print(text[start:] if start >= 0 else text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
