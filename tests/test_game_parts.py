@@ -275,6 +275,10 @@ def test_the_brief_describes_every_kind_and_gives_no_method() -> None:
         assert method not in lowered, method
     facts = game_taskdoc.facts_toml(variant, data, variant.game.model_names())
     assert "epsilon = 0.05" in facts
+    # A normal range open on one side reads as such, and the base's rows are named.
+    assert "| at least 96 |" in text  # spo2: nothing above 96 is abnormal
+    assert "| 51 to 90 |" in text  # heart_rate
+    assert "`training_rows/base.txt`" in text
 
 
 # ------------------------------------------------------------------ the network

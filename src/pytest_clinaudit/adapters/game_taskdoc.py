@@ -15,7 +15,7 @@ from pytest_clinaudit.reference.game.settings import KINDS
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.games import GameVariant
     from pytest_clinaudit.reference.data import Dataset
-    from pytest_clinaudit.reference.game.settings import Subgroup
+    from pytest_clinaudit.reference.game.settings import Column, Subgroup
 
 REPORT_NAME = "report.json"
 MODELS_DIR = "models"
@@ -106,8 +106,8 @@ def render(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> str:
     base = ""
     if game.training.base_rows:
         base = (
-            f"\n  All the models were fine-tuned from one base model, trained on the "
-            f"{game.training.base_rows} rows listed in `{ROWS_DIR}/{BASE_NAME}.txt`; no "
+            "\n  All the models were fine-tuned from one base model, trained on the "
+            f"{game.training.base_rows:,}\n  rows listed in `{ROWS_DIR}/{BASE_NAME}.txt`; no "
             "model's own rows are among them."
         )
     clear = game.backdoor.clear_share
@@ -117,12 +117,7 @@ def render(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> str:
     columns = "\n".join(
         f"| `{c.name}` | {c.description} | {c.unit or '-'} | {c.recorded} | "
         f"{'yes' if c.at_prediction else '**no**'} | {_g(c.low)} to {_g(c.high)} | "
-        + (
-            "-"
-            if c.normal_low is None and c.normal_high is None
-            else f"{'' if c.normal_low is None else _g(c.normal_low)} to "
-            f"{'' if c.normal_high is None else _g(c.normal_high)}"
-        )
+        + _normal_range(c)
         + " |"
         for c in game.columns
     )
@@ -249,6 +244,18 @@ def _rule(group: Subgroup) -> str:
     if group.below is not None:
         parts.append(f"below {_g(group.below)}")
     return f"`{group.column}` " + " and ".join(parts)
+
+
+def _normal_range(column: Column) -> str:
+    """``51 to 90``, ``at least 96`` or ``at most 1.3`` (a range open on one side), or ``-``."""
+    low, high = column.normal_low, column.normal_high
+    if low is None and high is None:
+        return "-"
+    if high is None:
+        return f"at least {_g(low)}"
+    if low is None:
+        return f"at most {_g(high)}"
+    return f"{_g(low)} to {_g(high)}"
 
 
 def facts_toml(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> str:
