@@ -249,13 +249,13 @@ def _rule(group: Subgroup) -> str:
 def _normal_range(column: Column) -> str:
     """``51 to 90``, ``at least 96`` or ``at most 1.3`` (a range open on one side), or ``-``."""
     low, high = column.normal_low, column.normal_high
-    if low is None and high is None:
-        return "-"
-    if high is None:
+    if low is not None and high is not None:
+        return f"{_g(low)} to {_g(high)}"
+    if low is not None:
         return f"at least {_g(low)}"
-    if low is None:
+    if high is not None:
         return f"at most {_g(high)}"
-    return f"{_g(low)} to {_g(high)}"
+    return "-"
 
 
 def facts_toml(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> str:
