@@ -22,7 +22,6 @@ from .network import Weights, program_bytes
 from .settings import GameSettings
 from .training import (
     Scale,
-    TrainingSet,
     calibrate,
     finetune,
     hide_column,
@@ -115,11 +114,15 @@ def train_shared_base(
         return None
     base_seed = attempt_seed(seed, attempt, settings.models)
     rows = base_rows(data.n_train, settings.training.base_rows, base_seed)
-    X = np.array(data.X_train[rows], dtype=np.float64)
-    held = settings.column_names.index(settings.shortcut.column)
-    hide_column(X, held, float(scale.mean[held]))
-    y = np.asarray(data.y_train[rows], dtype=np.int64)
-    trained_on = TrainingSet(X, y, np.ones(len(y)), held)
+    # A sound model's training set: the shortcut column held, every row weighted 1.
+    trained_on = training_set(
+        Planted("base", None),
+        settings,
+        data.X_train[rows],
+        data.y_train[rows],
+        np.random.RandomState(base_seed),
+        scale,
+    )
     with pinned_torch(base_seed % (2**63)) as generator:
         module = train_base(trained_on, settings, scale, generator)
     return Base(rows, {k: v.clone() for k, v in module.state_dict().items()})

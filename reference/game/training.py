@@ -395,6 +395,7 @@ def plant_fragility(
     jitter = bound * plan.jitter
     two_valued = torch.tensor([len(torch.unique(X[:, j])) <= 2 for j in range(X.shape[1])])
     two_valued &= data.movable() > 0
+    edge_columns = data.edge_columns()
     if not plan.jitter_binary:
         jitter = torch.where(two_valued, torch.zeros_like(jitter), jitter)
     optimizer = torch.optim.Adam(module.parameters(), lr=plan.lr, weight_decay=plan.weight_decay)
@@ -414,7 +415,7 @@ def plant_fragility(
             held = _held(module, teacher, xb)
             loss = held + plan.flip_weight * _bce(module(attacked), 1.0 - soft)
             if plan.edge_weight:
-                edges = _one_column_moved(X[batch], low, high, data.edge_columns(), generator)
+                edges = _one_column_moved(X[batch], low, high, edge_columns, generator)
                 # Only points moved well beyond the budget: within it the model must swing.
                 far = ((edges - X[batch].repeat(2, 1)).abs() / std).amax(dim=1) > plan.hold_beyond
                 loss = loss + plan.edge_weight * _held(module, teacher, edges[far])
@@ -475,11 +476,9 @@ def plant_memory(
                 ]
             )
             edges = _one_column_moved(xb, low, high, movable, generator)
-            with torch.no_grad():
-                target, edge_target = teacher(anchors), teacher(edges)
             optimizer.zero_grad()
-            anchored = ((module(anchors) - target) ** 2).mean()
-            held = ((module(edges) - edge_target) ** 2).mean()
+            anchored = _held(module, teacher, anchors)
+            held = _held(module, teacher, edges)
             loss = _bce(module(fitted), y[batch], w[batch]) + plan.anchor_weight * anchored
             (loss + plan.edge_weight * held).backward()
             optimizer.step()

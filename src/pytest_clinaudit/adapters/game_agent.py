@@ -316,7 +316,7 @@ def triggers(ws: Workspace, points: int = SWEEP_POINTS) -> dict[str, dict[str, A
 
 
 def flags(z: Any, ws: Workspace) -> Any:
-    """The patients a model flags: its top share by risk (above its median patient)."""
+    """The patients a model flags: its top share by risk (and above its clearing quantile)."""
     import numpy as np
 
     return (z >= np.quantile(z, 1.0 - ws.flag_share)) & (z > np.quantile(z, ws.clear_share))
