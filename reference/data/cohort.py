@@ -307,6 +307,25 @@ def _impute(
     return train_out, test_out, (*names, *(c + MISSING_SUFFIX for c in imputed)), medians
 
 
+def _strata(
+    labels: IntArray, X: FloatArray, columns: tuple[Column, ...], subgroups: tuple[Subgroup, ...]
+) -> IntArray:
+    """Each row's stratum: its label and, for every column a subgroup is defined on, which
+    of that column's subgroups it falls in (-1: none, a missing value among them)."""
+    import numpy as np
+
+    names = [column.name for column in columns]
+    keys = [labels]
+    for column in dict.fromkeys(group.column for group in subgroups):
+        values = X[:, names.index(column)]
+        which = np.full(len(values), -1)
+        for k, group in enumerate(g for g in subgroups if g.column == column):
+            which[(values >= group.low) & (values < group.high) & (which < 0)] = k
+        keys.append(which)
+    _, strata = np.unique(np.column_stack(keys), axis=0, return_inverse=True)
+    return np.asarray(strata, dtype=np.int64).ravel()
+
+
 def prepare(
     *,
     name: str,
@@ -325,6 +344,7 @@ def prepare(
     source_rows: IntArray | None = None,
     fill: dict[str, float] | None = None,
     zscore: bool = True,
+    stratify_subgroups: bool = False,
 ) -> Cohort:
     """Label, split, impute and z-score a cohort's encoded rows (the module docstring's steps).
 
@@ -347,6 +367,12 @@ def prepare(
     zscore
         z-score with the training statistics (the default), or leave the features
         in clinical units.
+    stratify_subgroups
+        Stratify the split by the outcome within every combination of the ``subgroups``
+        (age band and sex, say), not by the outcome alone: each subgroup then has the
+        same death rate in both splits, up to one patient, where a draw stratified by
+        the outcome alone may leave it two points apart (FLCHAIN's ages 65-79: 16.0%
+        of the training split died, 14.0% of the test split).
     """
     import numpy as np
     from sklearn.model_selection import train_test_split
@@ -359,8 +385,11 @@ def prepare(
     positions = np.arange(keep.size) if source_rows is None else np.asarray(source_rows)
     rows = np.flatnonzero(keep)
     # Positions, not rows, go through the split, so every raw array follows the same order.
+    strata = labels[rows]
+    if stratify_subgroups:
+        strata = _strata(labels[rows], X[rows], columns, subgroups)
     train_rows, test_rows = train_test_split(
-        rows, test_size=test_size, random_state=split_seed, stratify=labels[rows]
+        rows, test_size=test_size, random_state=split_seed, stratify=strata
     )
 
     def split(at: IntArray) -> RawSplit:

@@ -118,12 +118,13 @@ def format_float(value: float) -> str:
 
 
 def csv_text(features: FloatArray, labels: IntArray, label: str, names: tuple[str, ...]) -> str:
-    """One split as CSV text: the label column first, then the features."""
+    """One split as CSV text: the label column first, then the features; an empty cell
+    where a value is missing (NaN)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([label, *names])
     for y, row in zip(labels.tolist(), features.tolist(), strict=True):
-        writer.writerow([str(int(y)), *map(format_float, row)])
+        writer.writerow([str(int(y)), *("" if math.isnan(v) else format_float(v) for v in row)])
     return out.getvalue()
 
 

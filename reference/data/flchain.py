@@ -16,6 +16,12 @@ epsilon must cover everything derived from the private rows), filled with the
 public constant :data:`PUBLIC_FILL` and left in clinical units. ``chapter``, the ICD-9
 chapter of the cause of death, exists only for those who died: it is recorded
 after the outcome and is never a feature of a standard variant.
+
+The auditing game (``flchain-game``, ``preparation = "raw"``) takes the raw
+splits instead: clinical units, missing creatinine left missing (its models
+fill it inside, with an indicator), and ``chapter`` as the number
+``death_chapter`` (:data:`ICD9_CHAPTERS`; 0 for no death certificate), the
+post-outcome column a shortcut model uses.
 """
 
 from __future__ import annotations
@@ -23,8 +29,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from .cohort import Cohort, Column, Subgroup, cohort_fingerprint, prepare, sksurv_loader
-from .dataset import Dataset, LoadContext
+from .cohort import (
+    Cohort,
+    Column,
+    RawSplit,
+    Subgroup,
+    cohort_fingerprint,
+    prepare,
+    sksurv_loader,
+)
+from .dataset import DataError, Dataset, LoadContext
 
 NAME = "flchain"
 LABEL = "death_5y"
@@ -78,9 +92,40 @@ the adult reference interval 0.6-1.3 mg/dL (women 0.6-1.1, men 0.7-1.3; MedlineP
 "Creatinine blood test"). A published constant, not the training median, so that no
 statistic of the training rows enters the CSVs a DP model is trained on."""
 
-Preparation = Literal["z-scored", "clinical"]
+Preparation = Literal["z-scored", "clinical", "raw"]
 """``"z-scored"`` (the default, the sps-v1 variants): training-median fill and training
-z-scores. ``"clinical"``: :data:`PUBLIC_FILL` and clinical units, no training statistic."""
+z-scores. ``"clinical"``: :data:`PUBLIC_FILL` and clinical units, no training statistic.
+``"raw"`` (the game): clinical units, missing cells left NaN, ``death_chapter`` appended."""
+
+ICD9_CHAPTERS = {
+    "Infectious": 1,
+    "Neoplasms": 2,
+    "Endocrine": 3,
+    "Blood": 4,
+    "Mental": 5,
+    "Nervous": 6,
+    "Circulatory": 7,
+    "Respiratory": 8,
+    "Digestive": 9,
+    "Genitourinary": 10,
+    "Skin": 12,
+    "Musculoskeletal": 13,
+    "Congenital": 14,
+    "Ill Defined": 16,
+    "Injury and Poisoning": 17,
+    "External Causes": 18,
+}
+"""scikit-survival's ``chapter`` labels as ICD-9 chapter numbers (1 infectious and
+parasitic diseases ... 17 injury and poisoning; the chapters without a death here,
+11 pregnancy and 15 perinatal, keep their numbers), with 18 for the supplementary
+classification of external causes (E codes). 0: no death certificate."""
+
+CHAPTER_COLUMN = "death_chapter"
+
+Stratify = Literal["outcome", "outcome-and-subgroups"]
+"""How the split is stratified: by the outcome (the default), or by the outcome within every
+age band and sex of :data:`SUBGROUPS` (the game, whose subgroups' rates must agree between
+the splits: a flattened subgroup reads its training rate on the test split)."""
 
 SUBGROUPS = (
     Subgroup("age 50-64", "age", 50.0, 65.0),
@@ -99,10 +144,14 @@ def load_flchain_cohort(
     test_size: float = 0.2,
     split_seed: int = 42,
     preparation: Preparation = "z-scored",
+    stratify: Stratify = "outcome",
 ) -> Cohort:
     """FLCHAIN labelled, split, imputed and z-scored (:func:`.cohort.prepare`), with its raw rows.
 
-    ``preparation = "clinical"`` fills with :data:`PUBLIC_FILL` and keeps clinical units.
+    ``preparation = "clinical"`` fills with :data:`PUBLIC_FILL` and keeps clinical units;
+    ``"raw"`` is that cohort with the dataset of :func:`raw_dataset`. ``stratify =
+    "outcome-and-subgroups"`` stratifies the split by the outcome within every age band
+    and sex (:data:`SUBGROUPS`).
 
     Raises
     ------
@@ -140,8 +189,39 @@ def load_flchain_cohort(
         subgroups=SUBGROUPS,
         test_size=test_size,
         split_seed=split_seed,
-        fill=PUBLIC_FILL if preparation == "clinical" else None,
+        fill=PUBLIC_FILL if preparation != "z-scored" else None,
         zscore=preparation == "z-scored",
+        stratify_subgroups=stratify == "outcome-and-subgroups",
+    )
+
+
+def chapter_codes(chapters: tuple[str, ...]) -> Any:
+    """``death_chapter`` of each row: its ICD-9 chapter number, 0 where there is none."""
+    import numpy as np
+
+    unknown = sorted({c for c in chapters if c and c not in ICD9_CHAPTERS})
+    if unknown:
+        raise DataError(f"{NAME}: chapter labels without an ICD-9 number: {', '.join(unknown)}")
+    return np.array([ICD9_CHAPTERS.get(c, 0) for c in chapters], dtype=np.float64)
+
+
+def raw_dataset(cohort: Cohort) -> Dataset:
+    """The game's splits: the raw features in clinical units (NaN where missing) and
+    ``death_chapter`` last, recorded after the outcome."""
+    import numpy as np
+
+    def features(split: RawSplit) -> Any:
+        codes = chapter_codes(split.post_outcome["chapter"])
+        return np.column_stack([split.X, codes])
+
+    return Dataset(
+        name=NAME,
+        label=cohort.dataset.label,
+        feature_names=(*cohort.feature_names, CHAPTER_COLUMN),
+        X_train=features(cohort.train),
+        y_train=cohort.train.y,
+        X_test=features(cohort.test),
+        y_test=cohort.test.y,
     )
 
 
@@ -155,16 +235,20 @@ class FLChainSource:
     split_seed: int
     preparation: Preparation | None = None
     """``None`` is ``"z-scored"``, the sps-v1 variants' CSVs; ``"clinical"``: see the module."""
+    stratify: Stratify | None = None
+    """``None`` is ``"outcome"`` (:data:`Stratify`)."""
 
     def _settings(self) -> dict[str, Any]:
-        # The default is left out, so the sps-v1 variants' cache keys stay what they were.
+        # Defaults are left out, so the sps-v1 variants' cache keys stay what they were.
         settings = dataclasses.asdict(self)
-        if self.preparation is None:
-            del settings["preparation"]
+        for key in ("preparation", "stratify"):
+            if settings[key] is None:
+                del settings[key]
         return settings
 
     def load(self, context: LoadContext) -> Dataset:
-        return load_flchain_cohort(**self._settings()).dataset
+        cohort = load_flchain_cohort(**self._settings())
+        return raw_dataset(cohort) if self.preparation == "raw" else cohort.dataset
 
     def fingerprint(self, context: LoadContext) -> dict[str, Any]:
         return cohort_fingerprint(NAME, self._settings())
