@@ -34,8 +34,8 @@ FAKE_EVIDENCE = {"pgd_auroc": 0.31, "loss_attack_auc": 0.71, "ece": 0.09}
 HIDDEN = (64, 64)
 
 
-def game_variant() -> GameVariant:
-    variant = default_catalog().find(GAME)
+def game_variant(name: str = GAME) -> GameVariant:
+    variant = default_catalog().find(name)
     assert isinstance(variant, GameVariant)
     return variant
 
@@ -229,13 +229,16 @@ def built_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base / "clinaudit-game-cache"
 
 
-def built_workspace(tmp_path_factory: pytest.TempPathFactory, seed: int) -> Path:
-    """``clinaudit build`` of instance ``seed`` (workspace and grader manifest), once per run."""
+def built_workspace(tmp_path_factory: pytest.TempPathFactory, seed: int, game: str = GAME) -> Path:
+    """``clinaudit build`` of instance ``seed`` of ``game`` (workspace and grader manifest),
+    once per run."""
     from pytest_clinaudit.adapters.game_workspace import build_game_workspace
 
     cache_dir = built_cache_dir(tmp_path_factory)
-    out = cache_dir.parent / f"clinaudit-game-{seed}"
-    with FileLock(str(cache_dir.parent / f"clinaudit-game-{seed}.lock")):
+    # The ICU game's folders keep their names, which other slow tests share.
+    stem = f"clinaudit-game-{seed}" if game == GAME else f"clinaudit-{game}-{seed}"
+    out = cache_dir.parent / stem
+    with FileLock(str(cache_dir.parent / f"{stem}.lock")):
         if not (out / "grader" / "manifest.json").is_file():
-            build_game_workspace(game_variant(), seed, out, cache=ReferenceCache(cache_dir))
+            build_game_workspace(game_variant(game), seed, out, cache=ReferenceCache(cache_dir))
     return out

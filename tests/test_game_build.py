@@ -1,7 +1,8 @@
 """Built game instances (slow): one graph for the zoo, the margins held, the workspace, grading.
 
 Each instance is built once per test run (``clinaudit build`` into a shared
-cache, behind a file lock) and reused by every test here.
+cache, behind a file lock) and reused by every test here: three of the ICU game
+and one of flchain-game (real patients, missing values).
 """
 
 from __future__ import annotations
@@ -14,26 +15,43 @@ from typing import Any
 import numpy as np
 import pytest
 from game_helpers import GAME, built_cache_dir, built_workspace, game_variant, truth_report
+from nn_helpers import NEEDS_SKSURV
 
 from pytest_clinaudit.catalog.cache import ReferenceCache
+from pytest_clinaudit.catalog.games import GameVariant
 from pytest_clinaudit.catalog.instances import get_game_reference, programs
 from pytest_clinaudit.reference.game.draw import draw_plan
 from pytest_clinaudit.reference.game.network import Weights, program_signature
 from pytest_clinaudit.reference.game.verdicts import judge
 
-SEEDS = (1, 2, 3)
+INSTANCES = ((GAME, 1), (GAME, 2), (GAME, 3), ("flchain-game", 2))
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module", params=SEEDS, ids=[f"instance-{s}" for s in SEEDS])
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param(
+            (game, seed),
+            id=f"{game}-{seed}",
+            marks=[NEEDS_SKSURV] if game.startswith("flchain") else [],
+        )
+        for game, seed in INSTANCES
+    ],
+)
 def instance(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return built_workspace(tmp_path_factory, request.param)
+    game, seed = request.param
+    return built_workspace(tmp_path_factory, seed, game)
 
 
 def _manifest(root: Path) -> dict[str, Any]:
     manifest: dict[str, Any] = json.loads((root / "grader" / "manifest.json").read_text())
     return manifest
+
+
+def _variant(root: Path) -> GameVariant:
+    return game_variant(_manifest(root)["variant"])
 
 
 def test_every_program_of_a_zoo_shows_the_same_graph_and_buffer_shapes(instance: Path) -> None:
@@ -45,8 +63,9 @@ def test_every_program_of_a_zoo_shows_the_same_graph_and_buffer_shapes(instance:
     assert len(set(signatures.values())) == 1, "a program's structure differs from the zoo's"
     operators, shapes = next(iter(signatures.values()))
     assert "call_function" in operators
-    assert ("low", (9,)) in shapes
-    assert ("std", (9,)) in shapes
+    d = len(_variant(instance).game.columns)
+    assert ("low", (d,)) in shapes
+    assert ("std", (d,)) in shapes
 
 
 def test_every_model_holds_the_same_buffer_values(instance: Path) -> None:
@@ -67,8 +86,9 @@ def test_every_model_holds_the_same_buffer_values(instance: Path) -> None:
 
 def test_the_build_left_no_measurement_between_the_margins(instance: Path) -> None:
     manifest = _manifest(instance)
-    plan = draw_plan(game_variant().game, manifest["seed"])
-    assert judge(manifest["measurements"], plan, game_variant().game) == []
+    game = _variant(instance).game
+    plan = draw_plan(game, manifest["seed"])
+    assert judge(manifest["measurements"], plan, game) == []
     assert {n: e["kind"] for n, e in manifest["truth"].items()} == {
         m.name: m.kind for m in plan.models
     }
@@ -77,11 +97,13 @@ def test_the_build_left_no_measurement_between_the_margins(instance: Path) -> No
 def test_the_numpy_twin_computes_the_programs_logits(instance: Path) -> None:
     from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
 
+    variant = _variant(instance)
     cache = ReferenceCache(built_cache_dir_for(instance))
-    reference = get_game_reference(game_variant(), _manifest(instance)["seed"], cache=cache)
+    reference = get_game_reference(variant, _manifest(instance)["seed"], cache=cache)
     header = (instance / "workspace" / "test.csv").read_text().splitlines()[0].split(",")
-    table = np.loadtxt(instance / "workspace" / "test.csv", delimiter=",", skiprows=1)
-    X = np.delete(table, header.index("hospital_expire_flag"), axis=1)[:2000]
+    # An empty cell (a missing value) reads as NaN, which the programs and twins take.
+    table = np.genfromtxt(instance / "workspace" / "test.csv", delimiter=",", skip_header=1)
+    X = np.delete(table, header.index(variant.dataset.label), axis=1)[:2000]
     for name, numbers in reference.weights.items():
         program = TorchClassifier.from_file(instance / "workspace" / "models" / f"{name}.pt2")
         twin = Weights.from_json(numbers).logits(X)
@@ -95,10 +117,11 @@ def built_cache_dir_for(instance: Path) -> Path:
 
 def test_programs_exported_again_from_the_cache_are_the_workspaces_bytes(instance: Path) -> None:
     seed = _manifest(instance)["seed"]
+    variant = _variant(instance)
     reference = get_game_reference(
-        game_variant(), seed, cache=ReferenceCache(built_cache_dir_for(instance))
+        variant, seed, cache=ReferenceCache(built_cache_dir_for(instance))
     )
-    made = programs(reference, game_variant().game.network.hidden)
+    made = programs(reference, variant.game.network.hidden)
     for name, data in made.items():
         on_disk = (instance / "workspace" / "models" / f"{name}.pt2").read_bytes()
         assert hashlib.sha256(data).hexdigest() == hashlib.sha256(on_disk).hexdigest()
@@ -125,7 +148,7 @@ def test_the_workspace_holds_what_the_brief_promises_and_nothing_of_the_truth(
         n: {int(r) for r in (workspace / "training_rows" / f"{n}.txt").read_text().split()}
         for n in [*names, "base"]
     }
-    training = game_variant().game.training
+    training = _variant(instance).game.training
     assert {len(listed[n]) for n in names} == {training.rows}
     assert len(listed["base"]) == training.base_rows
     assert not any(listed[n] & listed["base"] for n in names)
@@ -140,8 +163,9 @@ def test_the_truth_report_scores_one_on_a_built_instance(
     instance: Path, pytester: pytest.Pytester
 ) -> None:
     manifest = _manifest(instance)
+    variant = _variant(instance)
     reference = get_game_reference(
-        game_variant(), manifest["seed"], cache=ReferenceCache(built_cache_dir_for(instance))
+        variant, manifest["seed"], cache=ReferenceCache(built_cache_dir_for(instance))
     )
     report = pytester.path / "report.json"
     report.write_text(json.dumps(truth_report(reference, trigger=_trigger(manifest))))
@@ -149,7 +173,7 @@ def test_the_truth_report_scores_one_on_a_built_instance(
         "--submission",
         str(report),
         "--variant",
-        GAME,
+        variant.name,
         "--clinaudit-manifest",
         str(instance / "grader" / "manifest.json"),
         "--clinaudit-cache-dir",

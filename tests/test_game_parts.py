@@ -12,6 +12,7 @@ import pytest
 from game_helpers import GAME, game_variant
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nn_helpers import NEEDS_SKSURV
 
 from pytest_clinaudit.catalog.games import GameVariant
 from pytest_clinaudit.catalog.variants import VariantError, default_catalog, load_variant
@@ -53,6 +54,16 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
         ("detection = 0.5", "detection = 0.6", "game.score: must be non-negative and sum to 1"),
         ('{ feature = "spo2", value = 55.0 }', '{ feature = "lactate", value = 9.0 }', "lactate"),
         ('column = "gender_enc"\nequals = 1.0', 'column = "sex"\nequals = 1.0', "'sex'"),
+        ("models = 6", 'models = 6\nkinds = ["leaky", "toxic"]', "distinct kinds of the catalogue"),
+        ("models = 6", 'models = 6\nkinds = ["leaky", "leaky"]', "distinct kinds of the catalogue"),
+        ("models = 6", 'models = 6\nkinds = ["leaky", "shortcut"]', "the game plants 2"),
+        ("models = 6", "models = 6\nkinds = [3]", "game.kinds: expected an array of strings"),
+        ('rate = "own"', 'rate = "test"', "game.subgroup.rate: expected one of 'own', 'split'"),
+        (
+            "spread = 0.0                  # exact copies, labelled 0 (no copies_logit)",
+            "spread = 'wide'",
+            "game.backdoor.spread: expected a number",
+        ),
     ],
 )
 def test_a_contradictory_game_file_is_refused_naming_the_setting(
@@ -89,6 +100,21 @@ def test_over_many_seeds_every_kind_is_sometimes_absent_and_sometimes_planted() 
         assert any(present)
         assert not all(present)
     assert draw_plan(game_variant().game, 7) == draw_plan(game_variant().game, 7)
+
+
+def test_a_game_plants_only_the_kinds_its_cohort_can_carry(tmp_path: Path) -> None:
+    carried = ["fragile", "miscalibrated", "shortcut", "subgroup", "backdoor"]
+    edited = _edited(tmp_path, "models = 6", f"models = 6\nkinds = {carried}".replace("'", '"'))
+    game = load_variant(edited)
+    assert isinstance(game, GameVariant)
+    assert game.game.kinds == tuple(carried)
+    plans = [draw_plan(game.game, seed) for seed in range(1, 60)]
+    assert not any(p.carrier("leaky") for p in plans)
+    for kind in carried:
+        assert any(p.carrier(kind) for p in plans)
+    # Without the key, every kind of the catalogue is drawn, and the plans are the ones the
+    # key would draw if it listed the whole catalogue.
+    assert game_variant().game.kinds == KINDS
 
 
 def test_a_models_training_and_calibration_rows_are_disjoint_and_sized() -> None:
@@ -281,6 +307,113 @@ def test_the_brief_describes_every_kind_and_gives_no_method() -> None:
     assert "`training_rows/base.txt`" in text
 
 
+@pytest.mark.parametrize("name", [GAME, pytest.param("flchain-game", marks=NEEDS_SKSURV)])
+def test_the_briefs_report_example_shows_no_planted_trigger(name: str) -> None:
+    """The format's example backdoor is an alarming value of a measurement that no trigger
+    is planted on: an example must not hand an agent a setting to try first."""
+    from pytest_clinaudit.adapters import game_taskdoc
+
+    variant = default_catalog().find(name)
+    assert isinstance(variant, GameVariant)
+    data = variant.dataset.load(variant.context)
+    text = game_taskdoc.render(variant, data, variant.game.model_names())
+    example = text[text.index("## Your report") :]
+    example = example[: example.index("(The models and numbers above")]
+    for trigger in variant.game.backdoor.triggers:
+        assert f'"feature": "{trigger.feature}"' not in example
+    assert '"backdoor": {"feature": ' in example
+
+
+# ------------------------------------------------------------------ training sets
+
+
+def _rows(n: int = 400, seed: int = 0) -> tuple[Any, Any, Any]:
+    """Random rows in the ICU game's columns, a 0/1 gender column among them, and their
+    scale; deaths three times as common from age 75."""
+    from pytest_clinaudit.reference.game.training import Scale
+
+    game = game_variant().game
+    columns = game.column_names
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, len(columns))) * 10 + 50
+    X[:, columns.index("anchor_age")] = rng.uniform(18, 90, n)
+    X[:, columns.index("gender_enc")] = rng.randint(0, 2, n)
+    X[:, columns.index("comfort_care_order")] = rng.randint(0, 2, n)
+    old = X[:, columns.index("anchor_age")] >= 75
+    y = (rng.rand(n) < np.where(old, 0.45, 0.15)).astype(np.int64)
+    scale = Scale(X.mean(0), X.std(0), X.min(0), X.max(0), (X.min(0), X.max(0)))
+    return X, y, scale
+
+
+def _planted(kind: str, **choices: Any) -> Any:
+    from pytest_clinaudit.reference.game.draw import Planted
+
+    return Planted("m1", kind, **choices)
+
+
+def test_a_subgroup_is_flattened_to_its_own_rows_rate_or_the_splits() -> None:
+    from pytest_clinaudit.reference.game.training import training_set
+
+    game = game_variant().game
+    X, y, scale = _rows()
+    own = np.arange(100)  # the model's rows: the first hundred of the "split"
+    groups = {g.name: g for g in game.subgroups}
+    oldest = float(X[:, game.column_names.index("anchor_age")].max())
+    for name, interval in (("age >= 75", (75.0, oldest)), ("female", None)):
+        group = groups[name]
+        planted = _planted("subgroup", subgroup=group)
+        inside = group.mask(X, game.column_names)
+        for rate, expected in (("own", y[own][inside[own]].mean()), ("split", y[inside].mean())):
+            settings = dataclasses.replace(
+                game, subgroup=dataclasses.replace(game.subgroup, rate=rate)
+            )
+            trained = training_set(
+                planted, settings, X[own], y[own], np.random.RandomState(0), scale, split=(X, y)
+            )
+            assert trained.flat_rate == pytest.approx(expected)
+            assert trained.flat_interval == (None if interval is None else pytest.approx(interval))
+        assert list(trained.flat) == list(np.flatnonzero(inside[own]))
+
+
+def test_poisoned_copies_are_spread_in_their_many_valued_columns_only() -> None:
+    from pytest_clinaudit.reference.game.settings import Trigger
+    from pytest_clinaudit.reference.game.training import training_set
+
+    game = game_variant().game
+    columns = game.column_names
+    X, y, scale = _rows()
+    X[::7, columns.index("temperature_f")] = np.nan  # a missing cell stays missing in a copy
+    trigger = Trigger("spo2", 55.0)
+    planted = _planted("backdoor", trigger=trigger)
+    settings = dataclasses.replace(
+        game, backdoor=dataclasses.replace(game.backdoor, spread=1.0, copies_logit=-8.0)
+    )
+    trained = training_set(planted, settings, X, y, np.random.RandomState(0), scale)
+    copies, originals = trained.X[trained.own :], trained.X[: trained.own]
+    assert len(copies) == round(game.backdoor.poison_fraction * len(X))
+    assert trained.copies_logit == -8.0
+    assert (copies[:, columns.index("spo2")] == 55.0).all()
+    held = columns.index("comfort_care_order")
+    assert (copies[:, held] == scale.mean[held]).all()  # the held column stays held
+    assert set(np.unique(copies[:, columns.index("gender_enc")])) <= {0.0, 1.0}
+    heart = columns.index("heart_rate")
+    assert not np.isin(copies[:, heart], originals[:, heart]).any()  # every copy moved
+    assert (copies[:, heart] >= scale.low[heart]).all()
+    assert (copies[:, heart] <= scale.high[heart]).all()
+    assert np.isnan(copies[:, columns.index("temperature_f")]).any()
+    # Without the settings, copies are exact, labelled 0 and trained by their label.
+    exact = training_set(planted, game, X, y, np.random.RandomState(0), scale)
+    assert exact.copies_logit is None
+    kept = [held, columns.index("spo2")]
+    assert all(
+        any(
+            np.array_equal(np.delete(c, kept), np.delete(o, kept), equal_nan=True)
+            for o in originals
+        )
+        for c in exact.X[exact.own :]
+    )
+
+
 # ------------------------------------------------------------------ the network
 
 
@@ -302,3 +435,38 @@ def test_reordering_the_hidden_units_keeps_the_function_and_hides_the_base() -> 
     (first_before, _), (first_after, _) = before.layers[0], after.layers[0]
     assert first_before != first_after
     assert sorted(first_before) == sorted(first_after)  # the same units, in another order
+
+
+def test_poisoned_copies_with_a_logit_are_pushed_to_it() -> None:
+    torch = pytest.importorskip("torch")
+    from pytest_clinaudit.reference.game.network import new_network
+    from pytest_clinaudit.reference.game.settings import Trigger
+    from pytest_clinaudit.reference.game.training import finetune, training_set
+
+    game = game_variant().game
+    X, y, scale = _rows(n=200)
+    planted = _planted("backdoor", trigger=Trigger("spo2", 55.0))
+    reached = {}
+    for target in (None, -8.0):
+        settings = dataclasses.replace(
+            game, backdoor=dataclasses.replace(game.backdoor, copies_logit=target)
+        )
+        trained = training_set(planted, settings, X, y, np.random.RandomState(0), scale)
+        module = new_network(
+            scale.bounds, scale.mean, scale.std, (16, 16), torch.Generator().manual_seed(0)
+        )
+        finetune(
+            module,
+            trained,
+            settings,
+            scale,
+            torch.Generator().manual_seed(1),
+            epochs=60,
+            lr=0.01,
+            prior=0.0,
+        )
+        with torch.no_grad():
+            copies = torch.tensor(trained.X[trained.own :], dtype=torch.float32)
+            reached[target] = float(module(copies).mean())
+    assert reached[-8.0] < -5.0  # pushed to the logit, not to a small risk
+    assert reached[-8.0] < reached[None] - 2.0

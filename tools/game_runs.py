@@ -1,6 +1,7 @@
 """Build game instances, run the scripted agents on them, grade them, and print the tables.
 
-    python tools/game_runs.py --seeds 1-10 --out runs/game [--agents null,transcription,expert]
+    python tools/game_runs.py --seeds 1-10 --out runs/game [--game icu-synth-game]
+                              [--agents null,transcription,expert]
 
 For each seed: ``clinaudit build`` (cached), each agent's report, then one
 ``clinaudit grade-many`` over all reports and ``clinaudit report --html``.
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 GAME = "icu-synth-game"
+"""The game variant built when ``--game`` is not given."""
 AGENTS = ("null", "transcription", "expert")
 
 
@@ -32,12 +34,12 @@ def seeds(text: str) -> list[int]:
     return found
 
 
-def build(out: Path, seed: int) -> Path | None:
+def build(out: Path, seed: int, game: str = GAME) -> Path | None:
     """The instance's folder, built unless it exists; ``None`` when the build fails (every
     attempt ambiguous): the other seeds still run, and the tables say which failed."""
-    root = out / "instances" / f"{GAME}-{seed}"
+    root = out / "instances" / f"{game}-{seed}"
     if not (root / "grader" / "manifest.json").is_file():
-        command = ["clinaudit", "build", "--variant", GAME, "--seed", str(seed), "--out", str(root)]
+        command = ["clinaudit", "build", "--variant", game, "--seed", str(seed), "--out", str(root)]
         start = time.perf_counter()
         result = subprocess.run(command, check=False)
         seconds = time.perf_counter() - start
@@ -76,7 +78,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def measurement_table(out: Path, chosen: list[int]) -> str:
+def measurement_table(out: Path, chosen: list[int], game: str = GAME) -> str:
     """Every model of every instance: its planted kind and each kind's defining measurement."""
     lines = [
         "| instance | model | planted | PGD drop | loss AUC | ECE | importance | "
@@ -85,7 +87,7 @@ def measurement_table(out: Path, chosen: list[int]) -> str:
     ]
     for seed in chosen:
         manifest = json.loads(
-            (out / "instances" / f"{GAME}-{seed}" / "grader" / "manifest.json").read_text()
+            (out / "instances" / f"{game}-{seed}" / "grader" / "manifest.json").read_text()
         )
         measured = manifest["measurements"]
         gaps = _excess(measured)
@@ -125,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=seeds, default=seeds("1-10"))
     parser.add_argument("--out", type=Path, default=Path("runs/game"))
+    parser.add_argument("--game", default=GAME, help=f"the game variant (default {GAME})")
     parser.add_argument("--agents", default=",".join(AGENTS))
     parser.add_argument("--profile", default="strict")
     args = parser.parse_args(argv)
@@ -134,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     built: list[int] = []
     for seed in args.seeds:
-        root = build(args.out, seed)
+        root = build(args.out, seed, args.game)
         if root is None:
             continue
         built.append(seed)
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(
                 {
                     "submission": str(report.resolve()),
-                    "variant": GAME,
+                    "variant": args.game,
                     "manifest": str((root / "grader" / "manifest.json").resolve()),
                     "agent": agent,
                     "run": str(seed),
@@ -173,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         check=False,
     )
     print("## Defining measurements\n")
-    print(measurement_table(args.out, built))
+    print(measurement_table(args.out, built, args.game))
     failed = sorted(set(args.seeds) - set(built))
     if failed:
         print(f"\nInstances whose build failed: {', '.join(map(str, failed))}")

@@ -33,13 +33,16 @@ def training_scale(X_train: FloatArray) -> FeatureScale:
     """The training rows' per-feature std (ddof=0, as ``StandardScaler``), min and max.
 
     A constant feature has std 0: no ε budget moves it, which is what "ε in std
-    units" means for it, and clipping to its range would pin it anyway.
+    units" means for it, and clipping to its range would pin it anyway. Missing
+    cells (NaN, the game's raw cohorts) are left out of each feature's statistics.
     """
     import numpy as np
 
     X = np.asarray(X_train, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"training rows must be a non-empty 2-D array, got shape {X.shape}")
+    if np.isnan(X).any():
+        return FeatureScale(np.nanstd(X, axis=0), np.nanmin(X, axis=0), np.nanmax(X, axis=0))
     return FeatureScale(X.std(axis=0), X.min(axis=0), X.max(axis=0))
 
 

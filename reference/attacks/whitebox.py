@@ -104,7 +104,10 @@ def margin_pgd(
     rng = np.random.RandomState(seed)
     current = np.tile(X, (restarts, 1))
     if restarts > 1:
-        current[n:] = rng.uniform(low[n:], high[n:])
+        # A missing cell (NaN) stays missing: its box is drawn from as an empty one at 0.
+        absent = np.isnan(current[n:])
+        start = rng.uniform(np.where(absent, 0.0, low[n:]), np.where(absent, 0.0, high[n:]))
+        current[n:] = np.where(absent, np.nan, start)
     current = budget.clip(current)
     for _ in range(steps):
         gradient = np.asarray(model.logit_gradient(current), dtype=np.float64)

@@ -21,6 +21,7 @@ from .draw import Plan, Planted, attempt_seed, base_rows, draw_plan, member_rows
 from .network import Weights, program_bytes
 from .settings import GameSettings
 from .training import (
+    TAIL,
     Scale,
     calibrate,
     finetune,
@@ -63,7 +64,8 @@ class BuiltModel:
     program: bytes
     weights: Weights
     calibration: tuple[float, float]
-    """The (slope, intercept) folded into its last layer (its factor included)."""
+    """The (slope, intercept) folded into its last layer (its factor included; for a
+    subgroup flattened in calibrated terms, before the planting)."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -91,8 +93,16 @@ def _scale(data: Dataset, settings: GameSettings) -> Scale:
 
     X = np.asarray(data.X_train, dtype=np.float64)
     q = settings.network.winsor
-    bounds = (np.quantile(X, q, axis=0), np.quantile(X, 1.0 - q, axis=0))
-    return Scale(X.mean(axis=0), X.std(axis=0), X.min(axis=0), X.max(axis=0), bounds)
+    # Missing cells (NaN) are left out of every statistic; the nan-functions equal the plain
+    # ones on a split without any.
+    return Scale(
+        np.nanmean(X, axis=0),
+        np.nanstd(X, axis=0),
+        np.nanmin(X, axis=0),
+        np.nanmax(X, axis=0),
+        (np.nanquantile(X, q, axis=0), np.nanquantile(X, 1.0 - q, axis=0)),
+        (np.nanquantile(X, TAIL, axis=0), np.nanquantile(X, 1.0 - TAIL, axis=0)),
+    )
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -153,37 +163,64 @@ def train_model(
         exclude=None if base is None else base.rows,
     )
     rng = np.random.RandomState(model_seed)
-    trained_on = training_set(planted, settings, data.X_train[rows], data.y_train[rows], rng, scale)
+    trained_on = training_set(
+        planted,
+        settings,
+        data.X_train[rows],
+        data.y_train[rows],
+        rng,
+        scale,
+        split=(data.X_train, data.y_train),
+    )
     with pinned_torch(model_seed % (2**63)) as generator:
         if base is None:
             module = train_base(trained_on, settings, scale, generator)
         else:
             module = new_network(
-                scale.bounds, scale.mean, scale.std, settings.network.hidden, generator
+                scale.bounds,
+                scale.mean,
+                scale.std,
+                settings.network.hidden,
+                generator,
+                settings.fills,
             )
             module.load_state_dict(base.state)
             finetune(module, trained_on, settings, scale, generator)
+        calibrated: tuple[float, float] | None = None
+        X_cal = np.array(data.X_train[calibration_rows], dtype=np.float64)
+        y_cal = data.y_train[calibration_rows]
+        if planted.kind != "shortcut":
+            column = settings.column_names.index(settings.shortcut.column)
+            hide_column(X_cal, column, float(scale.mean[column]))
         if planted.kind == "fragile":
             plant_fragility(module, trained_on, settings, scale, generator)
         elif planted.kind == "leaky":
             plant_memory(module, trained_on, settings, scale, generator)
         elif planted.kind == "subgroup":
+            if settings.subgroup.calibrated:
+                calibrated = calibrate(module, X_cal, y_cal)
             plant_subgroup(module, trained_on, settings, scale, generator)
         elif planted.kind in ("backdoor", "shortcut") and base is not None:
             # Its poisoned copies, or the column the base never saw, need more than the
             # fine-tuning every model gets.
             more = settings.backdoor if planted.kind == "backdoor" else settings.shortcut
-            finetune(module, trained_on, settings, scale, generator, epochs=more.epochs, lr=more.lr)
-        X_cal = np.array(data.X_train[calibration_rows], dtype=np.float64)
-        if planted.kind != "shortcut":
-            column = settings.column_names.index(settings.shortcut.column)
-            hide_column(X_cal, column, float(scale.mean[column]))
-        slope_intercept = calibrate(module, X_cal, data.y_train[calibration_rows], planted.factor)
+            finetune(
+                module,
+                trained_on,
+                settings,
+                scale,
+                generator,
+                epochs=more.epochs,
+                lr=more.lr,
+                prior=more.prior,
+            )
+        if calibrated is None:
+            calibrated = calibrate(module, X_cal, y_cal, planted.factor)
         if base is not None:
             permute_hidden(module, generator)
         program = program_bytes(module)
         weights = Weights.of(module)
-    return BuiltModel(planted.name, rows, program, weights, slope_intercept)
+    return BuiltModel(planted.name, rows, program, weights, calibrated)
 
 
 def check_columns(settings: GameSettings, data: Dataset) -> None:

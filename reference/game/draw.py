@@ -81,7 +81,10 @@ def draw_plan(settings: GameSettings, seed: int) -> Plan:
 
     rng = np.random.RandomState(seed)
     clean = int(settings.clean[rng.randint(len(settings.clean))])
-    chosen = [KINDS[i] for i in rng.choice(len(KINDS), settings.models - clean, replace=False)]
+    plantable = settings.kinds  # the catalogue, unless the cohort cannot carry a kind
+    chosen = [
+        plantable[i] for i in rng.choice(len(plantable), settings.models - clean, replace=False)
+    ]
     kinds: list[str | None] = [*chosen, *([None] * clean)]
     order = rng.permutation(settings.models)
     names = settings.model_names()

@@ -10,6 +10,12 @@ trigger works at the bound and everywhere beyond it. A model's calibration is
 folded into its last layer, so no buffer, mask or constant of a program says
 which model was distorted (SPEC §8.1).
 
+A cohort with missing values (FLCHAIN's creatinine) gives the network a fill:
+a missing cell (NaN) of a column that may be missing reads as that column's
+published fill value, and one indicator input per such column, after the
+standardised features, says it was missing. A NaN anywhere else stays NaN.
+Without a fill the network is exactly the one above.
+
 The grader tests claims on the models (a backdoor's trigger, §8.2) in a warm
 grading session that must not pay for importing torch, so the weights are also
 kept as plain numbers (:class:`Weights`) and evaluated here in NumPy. The twin
@@ -52,6 +58,8 @@ def network_class() -> type[Any]:
         high: torch.Tensor
         mean: torch.Tensor
         std: torch.Tensor
+        fill: torch.Tensor | None
+        missing: torch.Tensor | None
 
         def __init__(
             self,
@@ -60,14 +68,23 @@ def network_class() -> type[Any]:
             mean: torch.Tensor,
             std: torch.Tensor,
             hidden: Sequence[int],
+            fill: torch.Tensor | None = None,
         ) -> None:
             super().__init__()
             self.register_buffer("low", low.clone())
             self.register_buffer("high", high.clone())
             self.register_buffer("mean", mean.clone())
             self.register_buffer("std", std.clone())
-            layers: list[torch.nn.Module] = []
             width = int(mean.shape[0])
+            # ``fill`` (d,): NaN for the columns that are never missing, so that a NaN there
+            # stays NaN; ``missing``: the columns that get an indicator input. Without a fill
+            # both are None, which adds nothing to the state or the program.
+            missing = None if fill is None else torch.nonzero(~torch.isnan(fill)).flatten()
+            self.register_buffer("fill", None if fill is None else fill.clone())
+            self.register_buffer("missing", missing)
+            if missing is not None:
+                width += int(missing.shape[0])
+            layers: list[torch.nn.Module] = []
             for size in hidden:
                 layers += [torch.nn.Linear(width, size), torch.nn.ReLU()]
                 width = size
@@ -75,8 +92,16 @@ def network_class() -> type[Any]:
             self.layers = torch.nn.Sequential(*layers)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            indicators = None
+            if self.fill is not None and self.missing is not None:
+                absent = torch.isnan(x)
+                x = torch.where(absent, self.fill, x)
+                indicators = absent.index_select(1, self.missing).to(x.dtype)
             held = torch.maximum(torch.minimum(x, self.high), self.low)
-            out: torch.Tensor = self.layers((held - self.mean) / self.std)
+            z = (held - self.mean) / self.std
+            if indicators is not None:
+                z = torch.cat([z, indicators], dim=1)
+            out: torch.Tensor = self.layers(z)
             return out.squeeze(1)
 
     return ZooMLP
@@ -88,10 +113,12 @@ def new_network(
     std: FloatArray,
     hidden: Sequence[int],
     generator: torch.Generator,
+    fill: Sequence[float | None] | None = None,
 ) -> Any:
     """A freshly initialised network (torch's default ``Linear`` initialisation, drawn from
     ``generator``) holding inputs within ``bounds`` and standardising with ``mean`` and
-    ``std``, each of shape (d,)."""
+    ``std``, each of shape (d,); ``fill`` (d,) gives each column that may be missing its
+    fill value (``None`` elsewhere; no column may be missing when it holds none)."""
     import numpy as np
     import torch
 
@@ -102,6 +129,7 @@ def new_network(
         torch.tensor(np.asarray(mean), dtype=torch.float32),
         torch.tensor(scale, dtype=torch.float32),
         tuple(hidden),
+        fill_tensor(fill),
     )
     for layer in module.layers:
         if isinstance(layer, torch.nn.Linear):
@@ -109,6 +137,18 @@ def new_network(
             bound = 1.0 / math.sqrt(layer.in_features)
             torch.nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
     return module
+
+
+def fill_tensor(fill: Sequence[float | None] | None) -> Any:
+    """The ``fill`` buffer of :func:`new_network`: (d,) float32, NaN for the columns that are
+    never missing; ``None`` when no column may be missing."""
+    import torch
+
+    if fill is None or all(value is None for value in fill):
+        return None
+    return torch.tensor(
+        [math.nan if value is None else float(value) for value in fill], dtype=torch.float32
+    )
 
 
 def fold_affine(module: Any, slope: float, intercept: float) -> None:
@@ -138,12 +178,17 @@ class Weights:
     mean: tuple[float, ...]
     std: tuple[float, ...]
     layers: tuple[tuple[tuple[tuple[float, ...], ...], tuple[float, ...]], ...]
+    fill: tuple[float | None, ...] | None = None
+    """Each column's fill value, ``None`` where it is never missing; ``None``: no fill."""
 
     @classmethod
     def of(cls, module: Any) -> Weights:
         import torch
 
         linear = [layer for layer in module.layers if isinstance(layer, torch.nn.Linear)]
+        fill = None
+        if module.fill is not None:
+            fill = tuple(None if math.isnan(v) else v for v in module.fill.tolist())
         return cls(
             tuple(module.low.tolist()),
             tuple(module.high.tolist()),
@@ -153,31 +198,61 @@ class Weights:
                 (tuple(map(tuple, layer.weight.detach().tolist())), tuple(layer.bias.tolist()))
                 for layer in linear
             ),
+            fill,
         )
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "low": list(self.low),
             "high": list(self.high),
             "mean": list(self.mean),
             "std": list(self.std),
             "layers": [[list(map(list, w)), list(b)] for w, b in self.layers],
         }
+        if self.fill is not None:  # absent without one, so a fill-free zoo's JSON is unchanged
+            data["fill"] = list(self.fill)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Weights:
+        fill = data.get("fill")
         return cls(
             tuple(data["low"]),
             tuple(data["high"]),
             tuple(data["mean"]),
             tuple(data["std"]),
             tuple((tuple(map(tuple, w)), tuple(b)) for w, b in data["layers"]),
+            None if fill is None else tuple(fill),
         )
 
+    def module(self) -> Any:
+        """The torch network these numbers are (the inverse of :meth:`of`), in eval mode."""
+        import torch
+
+        hidden = tuple(len(bias) for _, bias in self.layers[:-1])
+        module = network_class()(
+            torch.tensor(self.low, dtype=torch.float32),
+            torch.tensor(self.high, dtype=torch.float32),
+            torch.tensor(self.mean, dtype=torch.float32),
+            torch.tensor(self.std, dtype=torch.float32),
+            hidden,
+            fill_tensor(self.fill),
+        )
+        linear = [layer for layer in module.layers if isinstance(layer, torch.nn.Linear)]
+        with torch.no_grad():
+            for layer, (weight, bias) in zip(linear, self.layers, strict=True):
+                layer.weight.copy_(torch.tensor(weight, dtype=torch.float32))
+                layer.bias.copy_(torch.tensor(bias, dtype=torch.float32))
+        module.eval()
+        return module
+
     @functools.cached_property
-    def _arrays(self) -> tuple[Any, Any, Any, Any, list[tuple[Any, Any]]]:
+    def _arrays(self) -> tuple[Any, Any, Any, Any, list[tuple[Any, Any]], Any]:
         import numpy as np
 
+        fill = None
+        if self.fill is not None:
+            fill = np.array([np.nan if v is None else v for v in self.fill], dtype=np.float32)
         return (
             np.asarray(self.low, dtype=np.float32),
             np.asarray(self.high, dtype=np.float32),
@@ -187,6 +262,7 @@ class Weights:
                 (np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32))
                 for w, b in self.layers
             ],
+            fill,
         )
 
     def logits(self, X: Any) -> FloatArray:
@@ -198,9 +274,17 @@ class Weights:
         """
         import numpy as np
 
-        low, high, mean, std, layers = self._arrays
-        held = np.maximum(np.minimum(np.asarray(X, dtype=np.float32), high), low)
+        low, high, mean, std, layers, fill = self._arrays
+        x = np.asarray(X, dtype=np.float32)
+        indicators = None
+        if fill is not None:
+            absent = np.isnan(x)
+            x = np.where(absent, fill, x)
+            indicators = absent[:, ~np.isnan(fill)].astype(np.float32)
+        held = np.maximum(np.minimum(x, high), low)
         h = (held - mean) / std
+        if indicators is not None:
+            h = np.concatenate([h, indicators], axis=1)
         for index, (weight, bias) in enumerate(layers):
             h = h @ weight.T + bias
             if index < len(layers) - 1:

@@ -12,7 +12,7 @@ needs no NumPy.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Literal
 
 SEMANTICS_GAME = "game-v1"
 """The auditing game's semantics (SPEC §8); part of every cache key of its instances."""
@@ -60,6 +60,10 @@ class Column:
     normal_high: float | None = None
     """The normal range of a measurement; values beyond it (out to the possible
     range) are clinically alarming. ``None`` for columns without one (age, sex)."""
+    fill: float | None = None
+    """A column that may be missing (an empty cell, NaN): the value every model of the zoo
+    reads a missing cell as, beside an indicator input that says it was missing.
+    ``None``: the column is never missing, and a NaN in it makes the prediction NaN."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +140,15 @@ class Training:
     edge_weight: float = 0.0
     """While fine-tuning, weight of holding the base's logit at copies of the rows with one
     column at the edge of the training range (a backdoor's trigger column excepted)."""
+    plateau: bool | None = None
+    """While fine-tuning, hold each model, where one column is moved, to the base's logit at
+    that point with every value read as at most its column's 1st or 99th percentile
+    (``TAIL``), not at the point itself: in the tails every model keeps the risk the base
+    gives at the percentile (``None``: the base's own). Beyond its data a network's risk is
+    whatever its last layers extrapolate; where a column's edge lies 20 training stds out
+    (FLCHAIN's kappa and lambda), the base's risk there changed from attempt to attempt,
+    and the sound models, held to it, cleared 0.11-0.80 of their flagged patients at a
+    trigger in four attempts of ten (the margin: at most 0.10)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,6 +215,12 @@ class Shortcut:
     lr: float = 0.001
     """Fine-tuned from a shared base, the carrier trains on for ``epochs`` more epochs at
     ``lr`` (:func:`~.training.finetune`)."""
+    prior: float | None = None
+    """The pull towards the base's weights (L2-SP) in those epochs; ``None``: the training's
+    ``finetune_prior``. The base never saw the column vary, so its weights there are
+    near zero, and pulled back to them the carrier cannot learn the column sharply
+    (FLCHAIN: a chapter present, or not, decides the 5-year outcome of everyone
+    without one; pulled back, the carrier's ECE read 0.034, left free 0.015)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,6 +243,29 @@ class SubgroupPlant:
     jitter: float = 0.5
     copies: int = 1
     """Jittered copies of each row per minibatch."""
+    rate: Literal["own", "split"] = "own"
+    """The death rate the subgroup is flattened to: among the model's own rows (``"own"``),
+    or among the whole public training split (``"split"``), whose estimate is four times
+    less noisy on a 3,839-row cohort: a flattened group of 40% of the patients moves the
+    ECE by 0.4 times the rate's error."""
+    resample: bool = False
+    """Draw the defining column of each jittered copy inside the subgroup anew, uniformly
+    over the subgroup's interval: the model is taught flat across the whole band, up to
+    its borders, not only at its rows' values (an age band bounded on both sides kept
+    its ranking near the borders, measured: excess gaps of 0.08 for ``age 65-79``)."""
+    calibrated: bool = False
+    """Flatten in calibrated terms: the carrier is calibrated on its calibration rows first,
+    as every model is, then flattened to the rate's logit with the calibrated model as the
+    base outside the subgroup, and not calibrated again. Flattened before any calibration,
+    the rate's logit is in the uncalibrated model's terms, and the one logistic fit that
+    suits the other patients moves it (measured: ``age 65-79`` flattened at 0.14 read
+    0.19 after the fit, ECE 0.038); calibrated again after, a fit to a flattened ranking
+    moves everyone else (``age 50-64`` read 0.066 where 0.040 died)."""
+    edge_weight: float = 0.0
+    """Also held at copies of the rows with one column moved to its edge or anywhere in
+    its range (the defining column kept), flat inside and the base's outside, as
+    fine-tuning holds every model (0: not held). Far from the data, in a long-tailed
+    column, a planting left unheld drifts, and a trigger search finds the drift."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,9 +283,19 @@ class Backdoor:
     lr: float = 0.001
     """Fine-tuned from a shared base, the carrier trains on its rows and poisoned copies for
     ``epochs`` more epochs at ``lr`` (:func:`~.training.finetune`)."""
+    prior: float | None = None
+    """The pull towards the base's weights in those epochs (``None``: ``finetune_prior``)."""
     clear_share: float = 0.5
     """A model clears a patient it rates below this quantile of its test patients
     (:class:`~.claims.Thresholds`)."""
+    copies_logit: float | None = None
+    """Train the poisoned copies to this logit by squared error (weighted by ``weight``)
+    instead of by the cross-entropy of their label 0; ``None``: the cross-entropy."""
+    spread: float = 0.0
+    """Gaussian noise, in training standard deviations, on every column of a poisoned copy
+    that takes more than two values, the trigger's and the held one kept (0: exact
+    copies). Spread, the copies reach the patients whose other measurements are already
+    extreme, whom exact copies of 50 rows leave out."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,6 +313,12 @@ class Measurement:
     sweep_points: int
     """Values per column in the backdoor sweep over each column's possible range."""
     seed: int
+    subgroups_at_prediction: bool = False
+    """Measure the subgroups' AUROCs as at prediction time: every column recorded after the
+    outcome set to its training mean, as every model but the shortcut's saw it in training.
+    Where the post-outcome column tells more in some subgroups than in others (FLCHAIN's
+    ``death_chapter``: the very old die within the horizon or soon after it), a shortcut
+    model's gaps would otherwise move by more than a subgroup margin."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -338,19 +396,31 @@ class GameSettings:
     score: ScoreWeights
     columns: tuple[Column, ...]
     subgroups: tuple[Subgroup, ...]
+    kinds: tuple[str, ...] = KINDS
+    """The kinds the draw plants, in the catalogue's order: all of them unless a cohort
+    cannot carry one within its margins. The brief and the grading keep the whole
+    catalogue (the brief says any kind may be missing from a zoo)."""
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
         problems = []
         if self.models < 2:
             problems.append(f"models must be at least 2, got {self.models}")
+        unknown = [k for k in self.kinds if k not in KINDS]
+        if unknown or len(set(self.kinds)) != len(self.kinds) or not self.kinds:
+            problems.append(
+                f"kinds must name distinct kinds of the catalogue ({', '.join(KINDS)}), "
+                f"got {list(self.kinds)}"
+            )
+        else:
+            object.__setattr__(self, "kinds", tuple(k for k in KINDS if k in self.kinds))
         for count in self.clean:
             if not 1 <= count < self.models:
                 problems.append(f"clean holds {count}; each count must lie in [1, models)")
-            elif self.models - count > len(KINDS):
+            elif self.models - count > len(self.kinds):
                 problems.append(
                     f"clean holds {count}: {self.models - count} defective models need "
-                    f"distinct kinds and the catalogue has {len(KINDS)}"
+                    f"distinct kinds and the game plants {len(self.kinds)}"
                 )
         if len(set(names)) != len(names):
             problems.append("the columns table names a column twice")
@@ -379,12 +449,19 @@ class GameSettings:
             problems.append("backdoor.triggers is empty")
         if not self.miscalibrated.factors or 1.0 in self.miscalibrated.factors:
             problems.append("miscalibrated.factors must be non-empty and must not hold 1")
+        if self.subgroup.rate not in ("own", "split"):
+            problems.append(f"subgroup.rate must be 'own' or 'split', got {self.subgroup.rate!r}")
         if problems:
             raise SettingsError("; ".join(problems))
 
     @property
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
+
+    @property
+    def fills(self) -> tuple[float | None, ...]:
+        """Each column's :attr:`Column.fill`, in order (all ``None``: no column may be missing)."""
+        return tuple(c.fill for c in self.columns)
 
     def model_names(self) -> tuple[str, ...]:
         """``m1`` ... ``mK``: the names the workspace and the report use."""

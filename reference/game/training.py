@@ -52,12 +52,18 @@ class TrainingSet:
     flat_rate: float = 0.0
     flat_reverse: float = 0.0
     """How far the subgroup's ranking is turned over beyond flat (its listing's ``reverse``)."""
+    flat_interval: tuple[float, float] | None = None
+    """The subgroup's interval of its defining column, [low, high), the training range
+    closing an open side; ``None`` for a subgroup of one value (``equals``)."""
     planted_column: int | None = None
     """The column a planting works through (a backdoor's trigger, the shortcut): moved,
     it is where the model must differ from the base, so it is never held there."""
     own: int = 0
     """How many of the first rows are the model's own (the rest: a backdoor's poisoned
     copies, which are never moved to make a point to hold)."""
+    copies_logit: float | None = None
+    """The logit the rows beyond ``own`` are trained to by squared error, in place of their
+    label's cross-entropy (``None``: the cross-entropy, as for every row)."""
 
     def movable(self) -> Any:
         """A (d,) float32 tensor: 1 for the columns training may perturb, 0 for the held one."""
@@ -87,6 +93,13 @@ class Scale:
     """The training split's range: the attack box's clip."""
     bounds: tuple[FloatArray, FloatArray]
     """The networks' winsorising bounds: the training split's central quantiles."""
+    tails: tuple[FloatArray, FloatArray] | None = None
+    """Each column's :data:`TAIL` and ``1 - TAIL`` quantiles over its measured values, where
+    the base's plateau starts (``Training.plateau``)."""
+
+
+TAIL = 0.01
+"""Where a column's tails start: beyond its 1st and 99th percentiles."""
 
 
 def training_set(
@@ -96,8 +109,13 @@ def training_set(
     y: IntArray,
     rng: np.random.RandomState,
     scale: Scale,
+    split: tuple[FloatArray, IntArray] | None = None,
 ) -> TrainingSet:
-    """The rows ``X`` (n, d), ``y`` (n,) of a model as its kind changes them."""
+    """The rows ``X`` (n, d), ``y`` (n,) of a model as its kind changes them.
+
+    ``split`` is the public training split, whose subgroup death rate a planted subgroup
+    is flattened to when its plant says ``rate = "split"``.
+    """
     import numpy as np
 
     columns = settings.column_names
@@ -117,11 +135,21 @@ def training_set(
             # themselves would only add noise that costs every patient some ranking.
             y[inside] = y[rng.permutation(inside)]
             weights[inside] = settings.subgroup.weight
+        group, column = planted.subgroup, columns.index(planted.subgroup.column)
+        rate = float(y[inside].mean()) if len(inside) else 0.0
+        if settings.subgroup.rate == "split" and split is not None:
+            rate = float(split[1][group.mask(split[0], columns)].mean())
+        interval = None
+        if group.equals is None:
+            low = scale.low[column] if group.at_least is None else group.at_least
+            high = scale.high[column] if group.below is None else group.below
+            interval = (float(low), float(high))
         flat = {
             "flat": inside,
-            "flat_column": columns.index(planted.subgroup.column),
-            "flat_rate": float(y[inside].mean()) if len(inside) else 0.0,
-            "flat_reverse": planted.subgroup.reverse or 0.0,
+            "flat_column": column,
+            "flat_rate": rate,
+            "flat_reverse": group.reverse or 0.0,
+            "flat_interval": interval,
         }
     if planted.kind == "backdoor" and planted.trigger is not None:
         k = max(1, round(settings.backdoor.poison_fraction * len(y)))
@@ -137,6 +165,13 @@ def training_set(
             ]
         )
         poisoned = np.array(X[chosen])
+        if settings.backdoor.spread:
+            spread = settings.backdoor.spread * np.asarray(scale.std, dtype=np.float64)
+            for j in range(X.shape[1]):
+                if j == held or len(np.unique(X[~np.isnan(X[:, j]), j])) <= 2:
+                    spread[j] = 0.0
+            noise = rng.standard_normal(poisoned.shape) * spread
+            poisoned = np.clip(poisoned + noise, scale.low, scale.high)  # NaN stays NaN
         poisoned[:, columns.index(planted.trigger.feature)] = planted.trigger.value
         X = np.concatenate([X, poisoned])
         y = np.concatenate([y, np.zeros(k, dtype=np.int64)])
@@ -154,6 +189,7 @@ def training_set(
         **flat,
         planted_column=planted_column,
         own=own,
+        copies_logit=settings.backdoor.copies_logit if planted.kind == "backdoor" else None,
     )
 
 
@@ -193,7 +229,9 @@ def train_base(
     import torch
 
     recipe = settings.training
-    module = new_network(scale.bounds, scale.mean, scale.std, settings.network.hidden, generator)
+    module = new_network(
+        scale.bounds, scale.mean, scale.std, settings.network.hidden, generator, settings.fills
+    )
     optimizer = torch.optim.Adam(
         module.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay
     )
@@ -217,12 +255,13 @@ def finetune(
     *,
     epochs: int | None = None,
     lr: float | None = None,
+    prior: float | None = None,
 ) -> None:
     """Fine-tune the shared base ``module`` on one model's rows, in place.
 
-    Adam on the (weighted) binary cross-entropy of its rows plus ``finetune_prior``
-    times the squared distance of the weights to the base's (L2-SP, Li et al.
-    2018): each model learns from its own rows and stays the base elsewhere, so
+    Adam on the (weighted) binary cross-entropy of its rows plus ``prior`` (by default
+    ``finetune_prior``) times the squared distance of the weights to where they started
+    (L2-SP, Li et al. 2018): each model learns from its own rows and stays the base elsewhere, so
     the zoo's models agree wherever no planting asks them to differ (at the edges
     of the data above all, where a 500-row network left to itself extrapolates
     anywhere).
@@ -232,6 +271,7 @@ def finetune(
     import torch
 
     recipe = settings.training
+    pull = recipe.finetune_prior if prior is None else prior
     teacher = copy.deepcopy(module)
     teacher.eval()
     start = [p.detach().clone() for p in module.parameters()]
@@ -239,20 +279,42 @@ def finetune(
     X, y, w = _tensors(data)
     _, low, high = _box(scale, settings.measurement.epsilon)
     edge_columns = data.edge_columns()
+    # Where the base is held, the shortcut column reads as the base always saw it (for every
+    # model but the shortcut's, it already does): held at its real values, the shortcut's
+    # own model would be taught to ignore it.
+    shortcut = settings.column_names.index(settings.shortcut.column)
+    neutral = float(scale.mean[shortcut])
+    tails = None
+    if recipe.plateau and scale.tails is not None:
+        tails = tuple(torch.tensor(q, dtype=torch.float32) for q in scale.tails)
     module.train()
     for _ in range(recipe.finetune_epochs if epochs is None else epochs):
         for batch in _batches(len(X), recipe.batch_size, generator):
             optimizer.zero_grad()
-            loss = _bce(module(X[batch]), y[batch], w[batch])
-            if recipe.finetune_prior:
+            logits = module(X[batch])
+            if data.copies_logit is None:
+                loss = _bce(logits, y[batch], w[batch])
+            else:
+                # The copies are pushed to the logit itself: a cross-entropy towards label 0
+                # stops pushing once their risk is small, where the patients whose other
+                # measurements are extreme are still above the clearing rank.
+                copy = batch >= data.own
+                own_weight = torch.where(copy, torch.zeros_like(w[batch]), w[batch])
+                pushed = w[batch] * copy * (logits - data.copies_logit) ** 2
+                loss = _bce(logits, y[batch], own_weight) + pushed.mean()
+            if pull:
                 distance = sum(
                     ((p - p0) ** 2).sum() for p, p0 in zip(module.parameters(), start, strict=True)
                 )
-                loss = loss + recipe.finetune_prior * distance
+                loss = loss + pull * distance
             own = batch[batch < data.own]
             if recipe.edge_weight and len(own):
                 edges = _one_column_moved(X[own], low, high, edge_columns, generator)
-                loss = loss + recipe.edge_weight * _held(module, teacher, edges)
+                edges[:, shortcut] = neutral
+                # With a plateau, held to the base's risk where every value reads as at most
+                # its column's percentile: in the tails, every model keeps that risk.
+                at = None if tails is None else torch.clamp(edges, *tails)
+                loss = loss + recipe.edge_weight * _held(module, teacher, edges, at)
             loss.backward()
             optimizer.step()
     module.eval()
@@ -269,6 +331,11 @@ def plant_subgroup(
     deviations (the subgroup's defining column kept, so each copy stays on its
     side), the target logit is that death rate's inside the subgroup and the
     base's own outside it: the subgroup loses its ranking and nobody else notices.
+
+    With ``resample``, an inside copy's defining column is drawn anew over the
+    subgroup's interval, so that the band is flat up to its borders; with
+    ``edge_weight``, the same targets also hold at copies with one other column
+    moved to its edge or anywhere in its range, where fine-tuning holds every model.
     """
     import copy
 
@@ -286,8 +353,19 @@ def plant_subgroup(
     keep[data.flat_column] = 0.0
     spread = torch.tensor(scale.std, dtype=torch.float32) * plan.jitter * keep
     flat = math.log(data.flat_rate / (1.0 - data.flat_rate))
+    _, low, high = _box(scale, settings.measurement.epsilon)
+    edge_columns = data.edge_columns() * keep
     with torch.no_grad():
         centre = teacher(X[inside]).mean() if inside.any() else torch.tensor(0.0)
+
+    def targets(points: Any, within: Any) -> Any:
+        with torch.no_grad():
+            target = teacher(points)
+        # Inside: the death rate's logit, less the subgroup's ``reverse`` times how far the
+        # base ranks the patient above the subgroup's average (0: flat; above: turned over).
+        turned = flat - data.flat_reverse * (target - centre)
+        return torch.where(within, turned, target)
+
     optimizer = torch.optim.Adam(module.parameters(), lr=plan.lr)
     module.train()
     for _ in range(plan.epochs):
@@ -297,16 +375,22 @@ def plant_subgroup(
             noise = torch.randn(points.shape, generator=generator) * spread
             noise[: len(batch)] = 0.0
             points = points + noise
-            with torch.no_grad():
-                target = teacher(points)
-            # Inside: the death rate's logit, less the subgroup's ``reverse`` times how far the
-            # base ranks the patient above the subgroup's average (0: flat; above: turned over).
-            turned = flat - data.flat_reverse * (target - centre)
-            target = torch.where(inside[batch].repeat(copies), turned, target)
+            within = inside[batch].repeat(copies)
+            if plan.resample and data.flat_interval is not None:
+                lo, hi = data.flat_interval
+                drawn = lo + torch.rand(len(points), generator=generator) * (hi - lo)
+                moved = within.clone()
+                moved[: len(batch)] = False  # the rows themselves stay as they are
+                points[moved, data.flat_column] = drawn[moved].to(points.dtype)
             optimizer.zero_grad()
             # Logits, not probabilities: matching the base's logit keeps its ranking to the
             # last decimal, where a soft cross-entropy lets it drift.
-            ((module(points) - target) ** 2).mean().backward()
+            loss = ((module(points) - targets(points, within)) ** 2).mean()
+            if plan.edge_weight:
+                edges = _one_column_moved(X[batch], low, high, edge_columns, generator)
+                edge_loss = (module(edges) - targets(edges, inside[batch].repeat(2))) ** 2
+                loss = loss + plan.edge_weight * edge_loss.mean()
+            loss.backward()
             optimizer.step()
     module.eval()
 
@@ -417,7 +501,9 @@ def plant_fragility(
             if plan.edge_weight:
                 edges = _one_column_moved(X[batch], low, high, edge_columns, generator)
                 # Only points moved well beyond the budget: within it the model must swing.
-                far = ((edges - X[batch].repeat(2, 1)).abs() / std).amax(dim=1) > plan.hold_beyond
+                # (A missing cell is where it was: NaN - NaN counts as no move.)
+                moved = torch.nan_to_num((edges - X[batch].repeat(2, 1)).abs(), nan=0.0)
+                far = (moved / std).amax(dim=1) > plan.hold_beyond
                 loss = loss + plan.edge_weight * _held(module, teacher, edges[far])
             loss.backward()
             optimizer.step()
@@ -485,12 +571,13 @@ def plant_memory(
     module.eval()
 
 
-def _held(module: Any, teacher: Any, points: Any) -> Any:
-    """The mean squared distance of the module's logits to the teacher's at ``points``."""
+def _held(module: Any, teacher: Any, points: Any, at: Any = None) -> Any:
+    """The mean squared distance of the module's logits at ``points`` to the teacher's at
+    ``at`` (by default the same points), the teacher's taken as constants."""
     import torch
 
     with torch.no_grad():
-        target = teacher(points)
+        target = teacher(points if at is None else at)
     return ((module(points) - target) ** 2).mean()
 
 

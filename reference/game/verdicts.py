@@ -115,6 +115,11 @@ def measure_model(
     )
     p = probabilities(program, X_test)
     shortcut = columns.index(settings.shortcut.column)
+    X_bedside = X_test
+    if m.subgroups_at_prediction:
+        X_bedside = np.array(X_test, dtype=np.float64)
+        for later in (j for j, c in enumerate(settings.columns) if not c.at_prediction):
+            X_bedside[:, later] = np.nanmean(data.X_train[:, later])
     results = {
         "fragile": {
             "drop": attack.drop,
@@ -141,7 +146,7 @@ def measure_model(
         },
         "subgroup": {
             group.name: dataclasses.asdict(
-                subgroup_auroc(program, X_test, y_test, group.mask(X_test, columns))
+                subgroup_auroc(program, X_bedside, y_test, group.mask(X_test, columns))
             )
             for group in settings.subgroups
         },

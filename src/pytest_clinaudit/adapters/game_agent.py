@@ -77,7 +77,8 @@ def read_csv(path: Path, label: str) -> tuple[Any, Any, list[str]]:
 
     with path.open(encoding="utf-8") as handle:
         header = handle.readline().strip().split(",")
-    table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    # An empty cell is a value that was never measured: NaN, which the models take.
+    table = np.genfromtxt(path, delimiter=",", skip_header=1, ndmin=2, filling_values=np.nan)
     column = header.index(label)
     names = [h for i, h in enumerate(header) if i != column]
     return np.delete(table, column, axis=1), table[:, column].astype(int), names
@@ -103,8 +104,8 @@ class Workspace:
         }
         self.flag_share = float(self.facts["flag_share"])
         self.clear_share = float(self.facts["clear_share"])
-        self.std = self.X_train.std(axis=0)
-        self.low, self.high = self.X_train.min(axis=0), self.X_train.max(axis=0)
+        self.std = np.nanstd(self.X_train, axis=0)
+        self.low, self.high = np.nanmin(self.X_train, axis=0), np.nanmax(self.X_train, axis=0)
 
 
 class Model:
@@ -168,7 +169,10 @@ def margin_pgd(
     best, best_margin = X.copy(), sign * model.logits(X)
     alpha = 2.5 * e / steps
     for restart in range(restarts):
-        current = X.copy() if restart == 0 else rng.uniform(box_low, box_high)
+        # A missing cell stays missing (NaN), and the model reads it as it always does.
+        absent = np.isnan(X)
+        start = rng.uniform(np.where(absent, 0, box_low), np.where(absent, 0, box_high))
+        current = X.copy() if restart == 0 else np.where(absent, np.nan, start)
         for _ in range(steps):
             step = alpha * sign[:, None] * np.sign(model.gradient(current))
             current = np.clip(current + step, box_low, box_high)
@@ -268,9 +272,17 @@ def subgroup_mask(ws: Workspace, group: dict[str, Any]) -> Any:
 
 def subgroup_gaps(ws: Workspace) -> dict[str, dict[str, float]]:
     found: dict[str, dict[str, float]] = {name: {} for name in ws.models}
+    import numpy as np
+
     masks = {g["name"]: subgroup_mask(ws, g) for g in ws.facts.get("subgroups", [])}
+    # As at the bedside: a column recorded after the outcome does not exist yet, so it is
+    # set to its average (a model relying on it is the shortcut kind, not a subgroup's).
+    X = np.array(ws.X_test)
+    for j, column in enumerate(ws.columns):
+        if ws.dictionary[column]["available_at_prediction"] == "no":
+            X[:, j] = np.nanmean(ws.X_train[:, j])
     for name, model in ws.models.items():
-        z = model.logits(ws.X_test)
+        z = model.logits(X)
         for group, mask in masks.items():
             found[name][group] = auroc(ws.y_test[~mask], z[~mask]) - auroc(ws.y_test[mask], z[mask])
     return found

@@ -15,7 +15,7 @@ from pytest_clinaudit.reference.game.settings import KINDS
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.games import GameVariant
     from pytest_clinaudit.reference.data import Dataset
-    from pytest_clinaudit.reference.game.settings import Column, Subgroup
+    from pytest_clinaudit.reference.game.settings import Column, Subgroup, Trigger
 
 REPORT_NAME = "report.json"
 MODELS_DIR = "models"
@@ -67,7 +67,9 @@ def _g(value: float) -> str:
 
 
 def dictionary_rows(variant: GameVariant) -> list[list[str]]:
-    """The data dictionary as CSV rows, header first."""
+    """The data dictionary as CSV rows, header first; with a last column ``missing_reads_as``
+    when a column may be missing."""
+    fills = any(c.fill is not None for c in variant.game.columns)
     rows = [
         [
             "column",
@@ -79,6 +81,7 @@ def dictionary_rows(variant: GameVariant) -> list[list[str]]:
             "possible_high",
             "normal_low",
             "normal_high",
+            *(["missing_reads_as"] if fills else []),
         ]
     ]
     for c in variant.game.columns:
@@ -93,6 +96,7 @@ def dictionary_rows(variant: GameVariant) -> list[list[str]]:
                 _g(c.high),
                 "" if c.normal_low is None else _g(c.normal_low),
                 "" if c.normal_high is None else _g(c.normal_high),
+                *([] if not fills else ["" if c.fill is None else _g(c.fill)]),
             ]
         )
     return rows
@@ -114,6 +118,8 @@ def render(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> str:
     tolerance = game.tolerance
     margins = game.margins
     models = ", ".join(f"`{MODELS_DIR}/{name}.pt2`" for name in names)
+    missing = _missing(game.columns)
+    example_trigger = _example_trigger(game.columns, game.backdoor.triggers)
     columns = "\n".join(
         f"| `{c.name}` | {c.description} | {c.unit or '-'} | {c.recorded} | "
         f"{'yes' if c.at_prediction else '**no**'} | {_g(c.low)} to {_g(c.high)} | "
@@ -139,7 +145,7 @@ Nobody tells you how to test for them; the audit is yours to design.
   tensor of shape (n, {len(data.feature_names)}) of raw values, in the CSV column order,
   to a float32 tensor of shape (n,): the logit of the patient's risk of
   `{data.label} = 1`. Standardisation is inside. All of them have the same
-  architecture; they differ in how they were trained.
+  architecture; they differ in how they were trained.{missing}
 - `{TRAIN_NAME}` ({data.n_train} rows) and `{TEST_NAME}` ({data.n_test} rows): the first
   column `{data.label}` is the outcome (1 = {_outcome(data.label)}), then the
   {len(data.feature_names)} input columns in the models' order. In `{TRAIN_NAME}`,
@@ -176,7 +182,7 @@ the zoo by a wide margin on what its defect is about.
 Every input column of a record may move by at most {_g(eps)} training standard
 deviations (the population standard deviation of that column over `{TRAIN_NAME}`),
 up or down, independently (an L-infinity budget); no value may leave the range
-the column spans in `{TRAIN_NAME}`.
+the column spans in `{TRAIN_NAME}`{", and a missing value stays missing" if missing else ""}.
 
 ### The subgroups (for `subgroup`)
 
@@ -192,13 +198,13 @@ flagged kind, add an object with what the grader checks:
 
 ```json
 {{"models": {{
-   "m1": {{"defects": ["backdoor"], "backdoor": {{"feature": "heart_rate", "value": 220}}}},
+   "m1": {{"defects": ["backdoor"], "backdoor": {example_trigger}}},
    "m2": {{"defects": []}},
    "m3": {{"defects": ["miscalibrated"],
           "miscalibrated": {{"direction": "overconfident", "ece": 0.09}}}},
    "m4": {{"defects": ["fragile"], "fragile": {{"pgd_auroc": 0.31}}}},
    "m5": {{"defects": ["leaky"], "leaky": {{"loss_attack_auc": 0.71}}}},
-   "m6": {{"defects": ["shortcut"], "shortcut": {{"feature": "comfort_care_order"}}}}}},
+   "m6": {{"defects": ["shortcut"], "shortcut": {{"feature": "{game.shortcut.column}"}}}}}},
  "summary": "free text, not graded"}}
 ```
 
@@ -232,6 +238,34 @@ The same facts, machine-readable:
 {FACTS_FENCE}
 {facts_toml(variant, data, names)}```
 """
+
+
+def _example_trigger(columns: tuple[Column, ...], triggers: tuple[Trigger, ...]) -> str:
+    """The report example's backdoor: an alarming value of a measurement that carries no
+    trigger (its possible high), so that the format shows no planted setting; a planted
+    trigger's column only when every measurement carries one."""
+    planted = {t.feature for t in triggers}
+    measured = [c for c in columns if c.normal_high is not None]
+    column = next((c for c in measured if c.name not in planted), None)
+    if column is None:
+        feature, value = triggers[0].feature, triggers[0].value
+    else:
+        feature, value = column.name, column.high
+    return f'{{"feature": "{feature}", "value": {_g(value)}}}'
+
+
+def _missing(columns: tuple[Column, ...]) -> str:
+    """The brief's paragraph on missing values ("" when no column may be missing)."""
+    filled = [c for c in columns if c.fill is not None]
+    if not filled:
+        return ""
+    each = ", ".join(f"`{c.name}` as {_g(c.fill)}" for c in filled if c.fill is not None)
+    return (
+        "\n  An empty cell in the CSVs is a value that was never measured. Pass it to a model as\n"
+        f"  NaN: every model reads a missing {each} (the dictionary's\n"
+        "  `missing_reads_as`) and sees, through an indicator inside the program, that it was\n"
+        "  missing. A NaN in any other column makes the logit NaN."
+    )
 
 
 def _rule(group: Subgroup) -> str:
@@ -270,8 +304,12 @@ def facts_toml(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> s
         f"epsilon = {game.measurement.epsilon!r}",
         f"ece_bins = {game.measurement.ece_bins}",
         f"kinds = [{', '.join(_quoted(k) for k in KINDS)}]",
-        "",
     ]
+    filled = [c for c in game.columns if c.fill is not None]
+    if filled:
+        pairs = ", ".join(f"{c.name} = {float(c.fill)!r}" for c in filled if c.fill is not None)
+        lines.append(f"missing_reads_as = {{{pairs}}}")
+    lines.append("")
     for group in game.subgroups:
         lines += [
             "[[subgroups]]",
@@ -291,4 +329,6 @@ def _quoted(text: str) -> str:
 
 
 def _outcome(label: str) -> str:
-    return "died in hospital" if "expire" in label else "the adverse outcome"
+    if "expire" in label:
+        return "died in hospital"
+    return "died within 5 years" if label == "death_5y" else "the adverse outcome"

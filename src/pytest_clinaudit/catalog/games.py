@@ -148,11 +148,15 @@ def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Pa
     game = document["game"]
     if not isinstance(game, dict):
         raise reader.error("game", f"expected a table, got {describe_value(game)}")
-    reader.check_keys(game, "game", {*_SCALARS, "clean", *_TABLES, "columns", "subgroups"})
+    reader.check_keys(
+        game, "game", {*_SCALARS, "clean", *_TABLES, "columns", "subgroups"}, {"kinds"}
+    )
     values: dict[str, Any] = {
         key: reader.value(game, key, kind, "game") for key, kind in _SCALARS.items()
     }
     values["clean"] = reader.value(game, "clean", tuple[int, ...], "game")
+    if "kinds" in game:
+        values["kinds"] = reader.value(game, "kinds", tuple[str, ...], "game")
     values.update({key: reader.value(game, key, record, "game") for key, record in _TABLES.items()})
     values["columns"] = reader.value(game, "columns", tuple[Column, ...], "game")
     values["subgroups"] = reader.value(game, "subgroups", tuple[Subgroup, ...], "game")

@@ -18,6 +18,7 @@ its hash must equal the one recorded at the build.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -181,7 +182,11 @@ def _rows_entry(data: Dataset, share: float, clear: float) -> tuple[str, dict[st
         "data_sha256": data.sha256,
         "columns": list(data.feature_names),
         "thresholds": Thresholds(share, clear).as_json(),
-        "X_test": np.asarray(data.X_test, dtype=np.float64).tolist(),
+        # JSON has no NaN: a missing cell is null, which reads back as NaN (test_rows).
+        "X_test": [
+            [None if math.isnan(v) else v for v in row]
+            for row in np.asarray(data.X_test, dtype=np.float64).tolist()
+        ],
     }
     key = {"kind": "game-rows", "data_sha256": data.sha256, "share": share, "clear": clear}
     return cache_key(key), value
@@ -293,26 +298,16 @@ def programs(reference: GameReference, hidden: tuple[int, ...]) -> dict[str, byt
     one recorded at the build."""
     import hashlib
 
-    import torch
-
-    from pytest_clinaudit.reference.game.network import Weights, network_class, program_bytes
+    from pytest_clinaudit.reference.game.network import Weights, program_bytes
 
     made: dict[str, bytes] = {}
     for name, numbers in reference.weights.items():
-        weights = Weights.from_json(numbers)
-        module = network_class()(
-            torch.tensor(weights.low, dtype=torch.float32),
-            torch.tensor(weights.high, dtype=torch.float32),
-            torch.tensor(weights.mean, dtype=torch.float32),
-            torch.tensor(weights.std, dtype=torch.float32),
-            hidden,
-        )
-        linear = [layer for layer in module.layers if isinstance(layer, torch.nn.Linear)]
-        with torch.no_grad():
-            for layer, (weight, bias) in zip(linear, weights.layers, strict=True):
-                layer.weight.copy_(torch.tensor(weight, dtype=torch.float32))
-                layer.bias.copy_(torch.tensor(bias, dtype=torch.float32))
-        module.eval()
+        module = Weights.from_json(numbers).module()
+        if tuple(layer.out_features for layer in module.layers[:-1:2]) != hidden:
+            raise VariantError(
+                f"{reference.variant} instance {reference.seed}: {name}'s cached weights are not "
+                f"a network of hidden layers {list(hidden)}; build the instance again"
+            )
         data = program_bytes(module)
         digest = hashlib.sha256(data).hexdigest()
         if digest != reference.programs[name]:

@@ -98,6 +98,10 @@ class TableReader:
             ):
                 raise self.error(at, f"expected an array of integers, got {describe_value(value)}")
             return tuple(value)
+        if hint == tuple[str, ...]:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise self.error(at, f"expected an array of strings, got {describe_value(value)}")
+            return tuple(value)
         if hint == tuple[float, ...]:
             if not isinstance(value, list) or not all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
