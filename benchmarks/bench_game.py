@@ -2,17 +2,18 @@
 
     python benchmarks/bench_game.py                  # instance 1, 2 jobs, 7 warm sessions
     python benchmarks/bench_game.py --seed 3 --jobs 2 --sessions 11 --skip-build CACHE
+    python benchmarks/bench_game.py --game flchain-game   # the game on real patients
 
 Tables
 ------
-1. Build: wall time of ``clinaudit build --variant icu-synth-game --seed N`` into a
+1. Build: wall time of ``clinaudit build --variant GAME --seed N`` into a
    cold, temporary cache (train, measure and validate six models; redraws
    included), with ``--jobs`` processes, against the 120 s target; the
    seconds the instance records for training and measuring its accepted
    attempt, and how many attempts it took. Then the same command warm (the
    programs exported again from the cached weights).
 2. Warm grading session: ``pytest --submission report.json --variant
-   icu-synth-game --clinaudit-manifest ...`` in a fresh process, median and min
+   GAME --clinaudit-manifest ...`` in a fresh process, median and min
    over ``--sessions`` runs, for the truth report (which makes the grader test
    a backdoor claim on the models) and for the null report, side by side with
    a warm audit-task session (``wdbc-baseline``), against the 2 s target.
@@ -37,6 +38,7 @@ from pathlib import Path
 from bench_tables import print_table
 
 GAME = "icu-synth-game"
+"""The game built when ``--game`` is not given."""
 BUILD_TARGET = 120.0
 SESSION_TARGET = 2.0
 
@@ -69,6 +71,7 @@ def _truth(manifest: dict[str, object]) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--game", default=GAME, help=f"the game variant (default {GAME})")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--sessions", type=int, default=7)
@@ -80,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     cache = args.skip_build or scratch / "cache"
     env = dict(os.environ, CLINAUDIT_CACHE_DIR=str(cache), OMP_NUM_THREADS="1")
     out = scratch / "instance"
-    build = ["clinaudit", "build", "--variant", GAME, "--seed", str(args.seed), "--out", str(out)]
+    game = args.game
+    build = ["clinaudit", "build", "--variant", game, "--seed", str(args.seed), "--out", str(out)]
     rows = []
     if args.skip_build is None:
         cold, _ = _timed(build, scratch, env)
@@ -100,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest = json.loads((out / "grader" / "manifest.json").read_text())
     rows.append(["warm (cached)", f"{warm:.1f}", f"{warm / BUILD_TARGET:.2f}", "-", "-", "-"])
     print_table(
-        f"1. Building {GAME} instance {args.seed} (target {BUILD_TARGET:.0f} s)",
+        f"1. Building {game} instance {args.seed} (target {BUILD_TARGET:.0f} s)",
         ["build", "seconds", "x target", "train s", "measure s", "attempts"],
         rows,
     )
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             "--submission",
             str(path),
             "--variant",
-            GAME,
+            game,
             "--clinaudit-manifest",
             str(out / "grader" / "manifest.json"),
         ]

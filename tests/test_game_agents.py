@@ -1,11 +1,14 @@
 """The scripted game agents on a built instance (slow), graded by a real grading session.
 
 The agents read the workspace only (a copy of it, without the grader's
-directory). The 10-seed table of docs/game.md is tools/game_runs.py's.
+directory), on one instance of each game: the synthetic ICU cohort's and the
+real patients' (FLCHAIN, missing values and all). The 10-seed tables of
+docs/game.md are tools/game_runs.py's.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -13,16 +16,24 @@ from pathlib import Path
 
 import pytest
 from game_helpers import GAME, built_workspace
+from nn_helpers import NEEDS_SKSURV
 
 from pytest_clinaudit.grading.runner import grade
 
-SEED = 1
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def instance(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return built_workspace(tmp_path_factory, SEED)
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param((GAME, 1), id=f"{GAME}-1"),
+        # test_game_build.py builds the same instance; the build is shared (file lock).
+        pytest.param(("flchain-game", 2), id="flchain-game-2", marks=[NEEDS_SKSURV]),
+    ],
+)
+def instance(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    game, seed = request.param
+    return built_workspace(tmp_path_factory, seed, game)
 
 
 def _score(instance: Path, tmp_path: Path, agent: str) -> dict[str, object]:
@@ -40,9 +51,10 @@ def _score(instance: Path, tmp_path: Path, agent: str) -> dict[str, object]:
         check=True,
         cwd=tmp_path,
     )
+    manifest = json.loads((instance / "grader" / "manifest.json").read_text())
     return grade(
         workspace / "report.json",
-        GAME,
+        manifest["variant"],
         manifest=instance / "grader" / "manifest.json",
         cache_dir=instance.parent / "clinaudit-game-cache",
     )
