@@ -69,19 +69,27 @@ def test_every_program_of_a_zoo_shows_the_same_graph_and_buffer_shapes(instance:
 
 
 def test_every_model_holds_the_same_buffer_values(instance: Path) -> None:
+    """No buffer tells one model from another (SPEC §8.1).
+
+    Compared as arrays, NaN equal to NaN: a cohort with missing values has a
+    ``fill`` buffer that is NaN for every column never missing, and NaN never
+    equals itself as a Python float."""
     import torch
 
-    buffers = []
+    buffers = {}
     for path in sorted((instance / "workspace" / "models").glob("*.pt2")):
         program = torch.export.load(str(path))
-        buffers.append(
-            {
-                k: v.tolist()
-                for k, v in program.state_dict.items()
-                if k in program.graph_signature.buffers
-            }
-        )
-    assert all(b == buffers[0] for b in buffers)
+        buffers[path.stem] = {
+            k: v.numpy()
+            for k, v in program.state_dict.items()
+            if k in program.graph_signature.buffers
+        }
+    first, *others = buffers
+    assert buffers[first], "the programs hold no buffer"
+    for name in others:
+        assert buffers[name].keys() == buffers[first].keys(), name
+        for key, value in buffers[first].items():
+            np.testing.assert_array_equal(buffers[name][key], value, err_msg=f"{name}: {key}")
 
 
 def test_the_build_left_no_measurement_between_the_margins(instance: Path) -> None:
