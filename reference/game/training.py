@@ -298,9 +298,9 @@ def finetune(
                 # The copies are pushed to the logit itself: a cross-entropy towards label 0
                 # stops pushing once their risk is small, where the patients whose other
                 # measurements are extreme are still above the clearing rank.
-                copy = batch >= data.own
-                own_weight = torch.where(copy, torch.zeros_like(w[batch]), w[batch])
-                pushed = w[batch] * copy * (logits - data.copies_logit) ** 2
+                is_copy = batch >= data.own
+                own_weight = torch.where(is_copy, torch.zeros_like(w[batch]), w[batch])
+                pushed = w[batch] * is_copy * (logits - data.copies_logit) ** 2
                 loss = _bce(logits, y[batch], own_weight) + pushed.mean()
             if pull:
                 distance = sum(
