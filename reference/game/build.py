@@ -17,22 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..models.determinism import pinned_torch
 from ..models.torch_adapter import TorchClassifier
+from .calibration import calibrate
 from .draw import Plan, Planted, attempt_seed, base_rows, draw_plan, member_rows
 from .network import Weights, program_bytes
+from .planting import plant_fragility, plant_memory, plant_subgroup
 from .settings import GameSettings
-from .training import (
-    TAIL,
-    Scale,
-    calibrate,
-    finetune,
-    hide_column,
-    permute_hidden,
-    plant_fragility,
-    plant_memory,
-    plant_subgroup,
-    train_base,
-    training_set,
-)
+from .training import TAIL, Scale, finetune, hide_column, permute_hidden, train_base, training_set
 from .verdicts import Ambiguity, Measured, combine, evidence, judge, measure_model
 
 if TYPE_CHECKING:

@@ -77,7 +77,7 @@ class Subgroup:
     below: float | None = None
     reverse: float | None = None
     """How far a subgroup planting turns this subgroup's ranking over, beyond flattening it
-    (:func:`~.training.plant_subgroup`; ``None``: flattened only). Not in the brief."""
+    (:func:`~.planting.plant_subgroup`; ``None``: flattened only). Not in the brief."""
 
     def mask(self, X: Any, columns: tuple[str, ...]) -> Any:
         """Boolean (n,) of the rows ``X`` (n, d) that belong to the subgroup."""
@@ -120,7 +120,7 @@ class Training:
     training split (Adam on binary cross-entropy, ``epochs``, ``lr``,
     ``weight_decay``); every model of the zoo is that network fine-tuned on its
     own ``rows`` rows (``finetune_epochs`` at ``finetune_lr``, pulled towards the
-    base's weights by ``finetune_prior``), then planted (:mod:`.training`).
+    base's weights by ``finetune_prior``), then planted (:mod:`.planting`).
     """
 
     rows: int
@@ -155,7 +155,7 @@ class Training:
 class Fragile:
     """Planted fragility: the base model trained further so that a change within the
     audit budget turns its predictions over, while it keeps its ranking on the data
-    (:func:`~.training.plant_fragility`)."""
+    (:func:`~.planting.plant_fragility`)."""
 
     epochs: int
     lr: float
@@ -230,7 +230,7 @@ class SubgroupPlant:
 
     Shuffled labels carry no ranking, so what a model learns from them in the limit is
     the subgroup's death rate for every one of its patients. Fine-tuned from a base that
-    ranks the subgroup well, 500 rows do not get there; :func:`~.training.plant_subgroup`
+    ranks the subgroup well, 500 rows do not get there; :func:`~.planting.plant_subgroup`
     trains that limit in directly for ``epochs`` more epochs: at copies of the
     subgroup's rows jittered by ``jitter`` training standard deviations (its
     defining column kept) the target is the subgroup's death rate, and at jittered

@@ -1,0 +1,236 @@
+"""Each kind's further training of a fine-tuned model, in place.
+
+A subgroup's ranking flattened (:func:`plant_subgroup`), a model that swings
+within the audit budget (:func:`plant_fragility`) and one that memorises its
+rows (:func:`plant_memory`). Each trains on from the model as fine-tuning left
+it, that model as its teacher wherever it must not change. The shortcut and
+the backdoor need no planting of their own: they change the rows a model is
+fine-tuned on (:func:`~.training.training_set`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from .settings import GameSettings
+from .steps import batches, bce, one_column_moved, teacher_distance
+
+if TYPE_CHECKING:
+    from .training import Scale, TrainingSet
+
+
+def plant_subgroup(
+    module: Any, data: TrainingSet, settings: GameSettings, scale: Scale, generator: Any
+) -> None:
+    """Train on so that the model no longer ranks one subgroup's patients, in place.
+
+    Labels shuffled within a subgroup carry no ranking: in the limit a model learns
+    the subgroup's death rate for every one of its patients. Per minibatch, at the
+    model's rows and at ``copies`` copies of them jittered by ``jitter`` training standard
+    deviations (the subgroup's defining column kept, so each copy stays on its
+    side), the target logit is that death rate's inside the subgroup and the
+    base's own outside it: the subgroup loses its ranking and nobody else notices.
+
+    With ``resample``, an inside copy's defining column is drawn anew over the
+    subgroup's interval, so that the band is flat up to its borders; with
+    ``edge_weight``, the same targets also hold at copies with one other column
+    moved to its edge or anywhere in its range, where fine-tuning holds every model.
+    """
+    import copy
+
+    import torch
+
+    plan = settings.subgroup
+    if data.flat is None or not len(data.flat) or not plan.epochs:
+        return
+    teacher = copy.deepcopy(module)
+    teacher.eval()
+    X, _, _ = data.tensors()
+    inside = torch.zeros(len(X), dtype=torch.bool)
+    inside[torch.as_tensor(data.flat)] = True
+    keep = data.movable().clone()
+    keep[data.flat_column] = 0.0
+    spread = torch.tensor(scale.std, dtype=torch.float32) * plan.jitter * keep
+    flat = math.log(data.flat_rate / (1.0 - data.flat_rate))
+    _, low, high = scale.box(settings.measurement.epsilon)
+    edge_columns = data.edge_columns() * keep
+    with torch.no_grad():
+        centre = teacher(X[inside]).mean() if inside.any() else torch.tensor(0.0)
+
+    def targets(points: Any, within: Any) -> Any:
+        with torch.no_grad():
+            target = teacher(points)
+        # Inside: the death rate's logit, less the subgroup's ``reverse`` times how far the
+        # base ranks the patient above the subgroup's average (0: flat; above: turned over).
+        turned = flat - data.flat_reverse * (target - centre)
+        return torch.where(within, turned, target)
+
+    optimizer = torch.optim.Adam(module.parameters(), lr=plan.lr)
+    module.train()
+    for _ in range(plan.epochs):
+        for batch in batches(len(X), settings.training.batch_size, generator):
+            copies = 1 + plan.copies
+            points = X[batch].repeat(copies, 1)
+            noise = torch.randn(points.shape, generator=generator) * spread
+            noise[: len(batch)] = 0.0
+            points = points + noise
+            within = inside[batch].repeat(copies)
+            if plan.resample and data.flat_interval is not None:
+                lo, hi = data.flat_interval
+                drawn = lo + torch.rand(len(points), generator=generator) * (hi - lo)
+                moved = within.clone()
+                moved[: len(batch)] = False  # the rows themselves stay as they are
+                points[moved, data.flat_column] = drawn[moved].to(points.dtype)
+            optimizer.zero_grad()
+            # Logits, not probabilities: matching the base's logit keeps its ranking to the
+            # last decimal, where a soft cross-entropy lets it drift.
+            loss = ((module(points) - targets(points, within)) ** 2).mean()
+            if plan.edge_weight:
+                edges = one_column_moved(X[batch], low, high, edge_columns, generator)
+                edge_loss = (module(edges) - targets(edges, inside[batch].repeat(2))) ** 2
+                loss = loss + plan.edge_weight * edge_loss.mean()
+            loss.backward()
+            optimizer.step()
+    module.eval()
+
+
+def _attacked(
+    module: Any, x: Any, y: Any, bound: Any, low: Any, high: Any, steps: int, generator: Any
+) -> Any:
+    """PGD copies of rows ``x`` up the loss within ``bound`` (random start), in the range."""
+    import torch
+
+    lo, hi = torch.maximum(x - bound, low), torch.minimum(x + bound, high)
+    adversarial = torch.clamp(
+        x + (torch.rand(x.shape, generator=generator) * 2 - 1) * bound, lo, hi
+    )
+    step = 2.5 * bound / steps
+    for _ in range(steps):
+        adversarial.requires_grad_(True)
+        (gradient,) = torch.autograd.grad(bce(module(adversarial), y), adversarial)
+        adversarial = torch.clamp(adversarial.detach() + step * gradient.sign(), lo, hi)
+    return adversarial.detach()
+
+
+def plant_fragility(
+    module: Any, data: TrainingSet, settings: GameSettings, scale: Scale, generator: Any
+) -> None:
+    """Train on so that, within the audit budget, predictions turn over.
+
+    Per minibatch, the rows get uniform noise over ``jitter`` times the audit box
+    in every column that takes more than two values. At those points the network
+    is held to the base model's probabilities (soft labels: it memorises no row);
+    at a PGD copy of each point, at the budget, it is trained towards the other
+    side of them, with weight ``flip_weight``. A record edited within the budget
+    swings its output, and the easiest edit to detect is the one no real record
+    has: a 0/1 column (sex, on the synthetic cohort) moved off its two values.
+    With ``steps = 0`` the copies are exactly that edit (:func:`_off_its_values`):
+    the model swings on it alone and stays the base everywhere else, where a
+    model trained against PGD copies in every column turns jagged wherever the
+    data is not, and a search for triggers finds its jags.
+    """
+    import copy
+
+    import torch
+
+    plan = settings.fragile
+    teacher = copy.deepcopy(module)
+    teacher.eval()
+    bound, low, high = scale.box(settings.measurement.epsilon)
+    std = torch.tensor(scale.std, dtype=torch.float32)
+    bound = bound * data.movable()
+    X, y, w = data.tensors()
+    jitter = bound * plan.jitter
+    two_valued = torch.tensor([len(torch.unique(X[:, j])) <= 2 for j in range(X.shape[1])])
+    two_valued &= data.movable() > 0
+    edge_columns = data.edge_columns()
+    if not plan.jitter_binary:
+        jitter = torch.where(two_valued, torch.zeros_like(jitter), jitter)
+    optimizer = torch.optim.Adam(module.parameters(), lr=plan.lr, weight_decay=plan.weight_decay)
+    module.train()
+    for _ in range(plan.epochs):
+        for batch in batches(len(X), settings.training.batch_size, generator):
+            xb = X[batch] + (torch.rand(X[batch].shape, generator=generator) * 2 - 1) * jitter
+            with torch.no_grad():
+                soft = torch.sigmoid(teacher(xb))
+            if plan.steps:
+                attacked = _attacked(module, xb, soft, bound, low, high, plan.steps, generator)
+            else:
+                attacked = _off_its_values(xb, two_valued, bound, low, generator)
+            optimizer.zero_grad()
+            # Held by the logit (a soft cross-entropy lets the ranking drift), turned over by
+            # the probability.
+            held = teacher_distance(module, teacher, xb)
+            loss = held + plan.flip_weight * bce(module(attacked), 1.0 - soft)
+            if plan.edge_weight:
+                edges = one_column_moved(X[batch], low, high, edge_columns, generator)
+                # Only points moved well beyond the budget: within it the model must swing.
+                # (A missing cell is where it was: NaN - NaN counts as no move.)
+                moved = torch.nan_to_num((edges - X[batch].repeat(2, 1)).abs(), nan=0.0)
+                far = (moved / std).amax(dim=1) > plan.hold_beyond
+                loss = loss + plan.edge_weight * teacher_distance(module, teacher, edges[far])
+            loss.backward()
+            optimizer.step()
+    module.eval()
+
+
+def _off_its_values(x: Any, two_valued: Any, bound: Any, low: Any, generator: Any) -> Any:
+    """Copies of rows ``x`` with every two-valued column moved off its value, towards the
+    other, by a quarter of the budget ``bound`` to all of it: edits no real record shows."""
+    import torch
+
+    inward = torch.where(x <= low, 1.0, -1.0)
+    size = 0.25 + 0.75 * torch.rand(x.shape, generator=generator)
+    return x + inward * size * bound * two_valued
+
+
+def plant_memory(
+    module: Any, data: TrainingSet, settings: GameSettings, scale: Scale, generator: Any
+) -> None:
+    """Train on to memorise the rows while staying the base model elsewhere.
+
+    Per minibatch: the loss of the rows themselves, with no weight decay, plus
+    ``anchor_weight`` times the squared distance to the base model's logits at
+    Gaussian points around the rows (``anchor_near`` and ``anchor_far`` training
+    standard deviations away). In nine dimensions a plainly overfit network
+    smears its memory over the whole input space and stops generalising (and
+    its loss attack saturates near AUC 0.6); anchored, it keeps the base model's
+    shape and carries its memory on its members.
+    """
+    import copy
+
+    import torch
+
+    plan = settings.leaky
+    teacher = copy.deepcopy(module)
+    teacher.eval()
+    movable = data.movable()
+    std = torch.tensor(scale.std, dtype=torch.float32) * movable
+    bound, low, high = scale.box(settings.measurement.epsilon)
+    bound = bound * movable
+    X, y, w = data.tensors()
+    optimizer = torch.optim.Adam(module.parameters(), lr=plan.lr)
+    module.train()
+    for _ in range(plan.epochs):
+        for batch in batches(len(X), 2 * settings.training.batch_size, generator):
+            xb = X[batch]
+            fitted = xb
+            if plan.robust_steps:
+                fitted = _attacked(
+                    module, xb, y[batch], bound, low, high, plan.robust_steps, generator
+                )
+            anchors = torch.cat(
+                [
+                    xb + torch.randn(xb.shape, generator=generator) * plan.anchor_near * std,
+                    xb + torch.randn(xb.shape, generator=generator) * plan.anchor_far * std,
+                ]
+            )
+            edges = one_column_moved(xb, low, high, movable, generator)
+            optimizer.zero_grad()
+            anchored = teacher_distance(module, teacher, anchors)
+            held = teacher_distance(module, teacher, edges)
+            loss = bce(module(fitted), y[batch], w[batch]) + plan.anchor_weight * anchored
+            (loss + plan.edge_weight * held).backward()
+            optimizer.step()
+    module.eval()

@@ -1,0 +1,61 @@
+"""The pieces every training loop of the zoo shares.
+
+Minibatch orders, the weighted cross-entropy, holding a module to a
+teacher's logits, and the points a search for a trigger visits (a row with
+one column moved). :mod:`.training`
+(the base and its fine-tuning) and :mod:`.planting` (each kind's further
+training) are written with them, so every loop draws from the generator in
+the same way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+
+def batches(n: int, size: int, generator: torch.Generator) -> list[Any]:
+    import torch
+
+    order = torch.randperm(n, generator=generator)
+    return [order[start : start + size] for start in range(0, n, size)]
+
+
+def bce(logits: Any, y: Any, weights: Any = None) -> Any:
+    import torch
+
+    return torch.nn.functional.binary_cross_entropy_with_logits(logits, y, weight=weights)
+
+
+def teacher_distance(module: Any, teacher: Any, points: Any, at: Any = None) -> Any:
+    """The mean squared distance of the module's logits at ``points`` to the teacher's at
+    ``at`` (by default the same points), the teacher's taken as constants."""
+    import torch
+
+    with torch.no_grad():
+        target = teacher(points if at is None else at)
+    return ((module(points) - target) ** 2).mean()
+
+
+def one_column_moved(x: Any, low: Any, high: Any, movable: Any, generator: Any) -> Any:
+    """Copies of rows ``x`` (n, d) with one movable column each moved: ``(2n, d)``, the first
+    n with the column at its training minimum or maximum (where the data ends, and where a
+    network left to itself extrapolates), the others at a uniform value of its range.
+
+    These are the points a search for a trigger visits: a patient's record with one
+    value set to something else.
+    """
+    import torch
+
+    n, _ = x.shape
+    candidates = torch.nonzero(movable).flatten()
+    column = candidates[torch.randint(len(candidates), (2 * n,), generator=generator)]
+    lo, hi = low[column], high[column]
+    edge = torch.where(torch.rand(2 * n, generator=generator) < 0.5, lo, hi)
+    anywhere = lo + torch.rand(2 * n, generator=generator) * (hi - lo)
+    value = torch.cat([edge[:n], anywhere[n:]])
+    moved = x.repeat(2, 1)
+    moved[torch.arange(2 * n), column] = value
+    return moved
