@@ -150,24 +150,12 @@ def install_fake_instance(
 def _program_hashes(weights: dict[str, Any]) -> dict[str, str]:
     import hashlib
 
-    import torch
+    from pytest_clinaudit.reference.game.network import Weights, program_bytes
 
-    from pytest_clinaudit.reference.game.network import Weights, network_class, program_bytes
-
-    hashes = {}
-    for name, numbers in weights.items():
-        w = Weights.from_json(numbers)
-        module = network_class()(
-            *(torch.tensor(v, dtype=torch.float32) for v in (w.low, w.high, w.mean, w.std)),
-            HIDDEN,
-        )
-        linear = [m for m in module.layers if isinstance(m, torch.nn.Linear)]
-        with torch.no_grad():
-            for layer, (weight, bias) in zip(linear, w.layers, strict=True):
-                layer.weight.copy_(torch.tensor(weight, dtype=torch.float32))
-                layer.bias.copy_(torch.tensor(bias, dtype=torch.float32))
-        hashes[name] = hashlib.sha256(program_bytes(module)).hexdigest()
-    return hashes
+    return {
+        name: hashlib.sha256(program_bytes(Weights.from_json(numbers).module())).hexdigest()
+        for name, numbers in weights.items()
+    }
 
 
 def fake_manifest(reference: GameReference) -> dict[str, Any]:
