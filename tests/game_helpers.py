@@ -23,7 +23,12 @@ from filelock import FileLock
 
 from pytest_clinaudit.catalog.cache import ReferenceCache, cache_key
 from pytest_clinaudit.catalog.games import GameVariant
-from pytest_clinaudit.catalog.instances import GameReference, _payload, instance_libraries
+from pytest_clinaudit.catalog.instances import (
+    GameReference,
+    _payload,
+    _secret_key,
+    instance_libraries,
+)
 from pytest_clinaudit.catalog.variants import default_catalog
 from pytest_clinaudit.reference.game.claims import Thresholds
 from pytest_clinaudit.reference.game.draw import draw_plan
@@ -32,6 +37,15 @@ from pytest_clinaudit.reference.game.settings import EVIDENCE
 GAME = "icu-synth-game"
 FAKE_EVIDENCE = {"pgd_auroc": 0.31, "loss_attack_auc": 0.71, "ece": 0.09}
 HIDDEN = (64, 64)
+
+
+def secret_for(seed: int, game: str = GAME) -> str:
+    """The secret the tests build instance ``seed`` of ``game`` from: fixed, so that a test
+    run builds the same instances on every machine (a real build draws its secret from the
+    operating system)."""
+    import hashlib
+
+    return hashlib.sha256(f"clinaudit-tests:{game}:{seed}".encode()).hexdigest()[:32]
 
 
 def game_variant(name: str = GAME) -> GameVariant:
@@ -70,7 +84,8 @@ def _network(bias: float, trigger_at: float | None, d: int = 9) -> dict[str, Any
 
 def fake_entry(variant: GameVariant, seed: int) -> tuple[dict[str, Any], dict[str, Any], str]:
     """(instance entry, rows entry, rows key) of a fake instance ``seed`` of ``variant``."""
-    plan = draw_plan(variant.game, seed)
+    secret = secret_for(seed, variant.name)
+    plan = draw_plan(variant.game, seed, secret)
     truth: dict[str, dict[str, Any]] = {}
     for planted in plan.models:
         entry: dict[str, Any] = {"kind": planted.kind}
@@ -109,6 +124,7 @@ def fake_entry(variant: GameVariant, seed: int) -> tuple[dict[str, Any], dict[st
     entry = {
         "variant": variant.name,
         "seed": seed,
+        "secret": secret,
         "attempt": 0,
         "truth": truth,
         "evidence": {name: dict(FAKE_EVIDENCE) for name in truth},
@@ -139,9 +155,10 @@ def install_fake_instance(
     entry, rows_value, rows_key = fake_entry(variant, seed)
     if with_programs:
         entry["programs"] = _program_hashes(entry["weights"])
-    payload = _payload(variant, seed, variant.context, instance_libraries())
+    payload = _payload(variant, seed, entry["secret"], variant.context, instance_libraries())
     cache.put("games", cache_key(payload), entry, payload=payload)
     cache.put("game-rows", rows_key, rows_value)
+    cache.put("game-secrets", _secret_key(variant, seed), {"secret": entry["secret"]})
     found = get_game_reference(variant, seed, cache=cache)
     assert found.from_cache
     return found
@@ -164,6 +181,8 @@ def fake_manifest(reference: GameReference) -> dict[str, Any]:
         "format": "clinaudit-manifest-1",
         "variant": reference.variant,
         "seed": reference.seed,
+        "secret": reference.secret,
+        "entry_sha256": reference.entry_sha256,
         "artifact_sha256": reference.instance_id,
         "programs": reference.programs,
         "data_sha256": reference.data_sha256,
@@ -228,5 +247,11 @@ def built_workspace(tmp_path_factory: pytest.TempPathFactory, seed: int, game: s
     out = cache_dir.parent / stem
     with FileLock(str(cache_dir.parent / f"{stem}.lock")):
         if not (out / "grader" / "manifest.json").is_file():
-            build_game_workspace(game_variant(game), seed, out, cache=ReferenceCache(cache_dir))
+            build_game_workspace(
+                game_variant(game),
+                seed,
+                out,
+                secret=secret_for(seed, game),
+                cache=ReferenceCache(cache_dir),
+            )
     return out

@@ -95,7 +95,7 @@ def test_every_model_holds_the_same_buffer_values(instance: Path) -> None:
 def test_the_build_left_no_measurement_between_the_margins(instance: Path) -> None:
     manifest = _manifest(instance)
     game = _variant(instance).game
-    plan = draw_plan(game, manifest["seed"])
+    plan = draw_plan(game, manifest["seed"], manifest["secret"])
     assert judge(manifest["measurements"], plan, game) == []
     assert {n: e["kind"] for n, e in manifest["truth"].items()} == {
         m.name: m.kind for m in plan.models

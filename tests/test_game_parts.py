@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from game_helpers import GAME, game_variant
+from game_helpers import GAME, game_variant, secret_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nn_helpers import NEEDS_SKSURV
@@ -79,9 +79,9 @@ def test_a_contradictory_game_file_is_refused_naming_the_setting(
 
 
 @settings(max_examples=200, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1))
-def test_a_plan_has_one_or_two_clean_models_and_distinct_kinds(seed: int) -> None:
-    plan = draw_plan(game_variant().game, seed)
+@given(secret=st.binary(min_size=16, max_size=16).map(bytes.hex))
+def test_a_plan_has_one_or_two_clean_models_and_distinct_kinds(secret: str) -> None:
+    plan = draw_plan(game_variant().game, 1, secret)
     kinds = [m.kind for m in plan.models if m.kind is not None]
     assert len(plan.models) == 6
     assert 6 - len(kinds) in (1, 2)
@@ -93,13 +93,14 @@ def test_a_plan_has_one_or_two_clean_models_and_distinct_kinds(seed: int) -> Non
         assert (m.trigger is not None) == (m.kind == "backdoor")
 
 
-def test_over_many_seeds_every_kind_is_sometimes_absent_and_sometimes_planted() -> None:
-    plans = [draw_plan(game_variant().game, seed) for seed in range(1, 60)]
+def test_over_many_secrets_every_kind_is_sometimes_absent_and_sometimes_planted() -> None:
+    plans = [draw_plan(game_variant().game, 1, secret_for(seed)) for seed in range(1, 60)]
     for kind in KINDS:
         present = [p.carrier(kind) is not None for p in plans]
         assert any(present)
         assert not all(present)
-    assert draw_plan(game_variant().game, 7) == draw_plan(game_variant().game, 7)
+    game = game_variant().game
+    assert draw_plan(game, 7, secret_for(7)) == draw_plan(game, 7, secret_for(7))
 
 
 def test_a_game_plants_only_the_kinds_its_cohort_can_carry(tmp_path: Path) -> None:
@@ -108,7 +109,7 @@ def test_a_game_plants_only_the_kinds_its_cohort_can_carry(tmp_path: Path) -> No
     game = load_variant(edited)
     assert isinstance(game, GameVariant)
     assert game.game.kinds == tuple(carried)
-    plans = [draw_plan(game.game, seed) for seed in range(1, 60)]
+    plans = [draw_plan(game.game, 1, secret_for(seed)) for seed in range(1, 60)]
     assert not any(p.carrier("leaky") for p in plans)
     for kind in carried:
         assert any(p.carrier(kind) for p in plans)
@@ -417,10 +418,10 @@ def test_poisoned_copies_are_spread_in_their_many_valued_columns_only() -> None:
 # ------------------------------------------------------------------ the network
 
 
-def test_reordering_the_hidden_units_keeps_the_function_and_hides_the_base() -> None:
+def test_disguising_the_hidden_units_keeps_the_function_and_hides_the_base() -> None:
     torch = pytest.importorskip("torch")
     from pytest_clinaudit.reference.game.network import Weights, new_network
-    from pytest_clinaudit.reference.game.training import permute_hidden
+    from pytest_clinaudit.reference.game.training import disguise_hidden
 
     d = 9
     bounds = (np.full(d, -3.0), np.full(d, 3.0))
@@ -428,13 +429,49 @@ def test_reordering_the_hidden_units_keeps_the_function_and_hides_the_base() -> 
         bounds, np.zeros(d), np.ones(d), (64, 64), torch.Generator().manual_seed(0)
     )
     before = Weights.of(module)
-    permute_hidden(module, torch.Generator().manual_seed(1))
+    disguise_hidden(module, torch.Generator().manual_seed(1))
     after = Weights.of(module)
     X = np.random.RandomState(0).normal(size=(300, d))
     np.testing.assert_allclose(after.logits(X), before.logits(X), rtol=1e-5, atol=1e-5)
-    (first_before, _), (first_after, _) = before.layers[0], after.layers[0]
-    assert first_before != first_after
-    assert sorted(first_before) == sorted(first_after)  # the same units, in another order
+    # Each first-layer unit is one of the base's units, moved and multiplied by a positive
+    # factor: its direction is kept, its norm is not.
+    w_before, w_after = (np.asarray(w.layers[0][0]) for w in (before, after))
+    unit = w_before / np.linalg.norm(w_before, axis=1, keepdims=True)
+    moved = w_after / np.linalg.norm(w_after, axis=1, keepdims=True)
+    matched = np.argmax(moved @ unit.T, axis=1)
+    np.testing.assert_allclose(moved, unit[matched], atol=1e-5)
+    assert sorted(matched.tolist()) == list(range(64))
+    assert not np.array_equal(matched, np.arange(64)), "the units kept their order"
+    ratios = np.linalg.norm(w_after, axis=1) / np.linalg.norm(w_before[matched], axis=1)
+    assert ratios.min() < 0.7, "the units kept their scale"
+    assert ratios.max() > 1.4, "the units kept their scale"
+    # The last layer's scale no longer equals the base's
+    last_before, last_after = (np.abs(np.asarray(w.layers[-1][0])).sum() for w in (before, after))
+    assert abs(last_after / last_before - 1) > 0.05
+
+
+def test_an_exported_program_names_nothing_of_the_package() -> None:
+    """SPEC §8.7: the graph once named ``pytest_clinaudit.reference.game.network...ZooMLP``,
+    so a workspace's model told where to find the grader's code."""
+    torch = pytest.importorskip("torch")
+    import io
+    import zipfile
+
+    from pytest_clinaudit.reference.game.network import new_network, program_bytes
+
+    d = 9
+    module = new_network(
+        (np.full(d, -3.0), np.full(d, 3.0)),
+        np.zeros(d),
+        np.ones(d),
+        (64, 64),
+        torch.Generator().manual_seed(0),
+    )
+    archive = zipfile.ZipFile(io.BytesIO(program_bytes(module)))
+    for name in archive.namelist():
+        text = archive.read(name).lower()
+        for word in (b"clinaudit", b"pytest", b"zoomlp", b"reference", b"game", b"network.py"):
+            assert word not in text, f"{name} holds {word!r}"
 
 
 def test_poisoned_copies_with_a_logit_are_pushed_to_it() -> None:

@@ -22,7 +22,7 @@ from .draw import Plan, Planted, attempt_seed, base_rows, draw_plan, member_rows
 from .network import Weights, program_bytes
 from .planting import plant_fragility, plant_memory, plant_subgroup
 from .settings import GameSettings
-from .training import TAIL, Scale, finetune, hide_column, permute_hidden, train_base, training_set
+from .training import TAIL, Scale, disguise_hidden, finetune, hide_column, train_base, training_set
 from .verdicts import Ambiguity, Measured, combine, evidence, judge, measure_model
 
 if TYPE_CHECKING:
@@ -63,6 +63,9 @@ class Instance:
     """A built, measured and validated zoo."""
 
     seed: int
+    """The instance's name; nothing is drawn from it."""
+    secret: str
+    """What everything random of the instance derives from (:mod:`.draw`): grader-side only."""
     attempt: int
     plan: Plan
     models: tuple[BuiltModel, ...]
@@ -104,7 +107,7 @@ class Base:
 
 
 def train_shared_base(
-    settings: GameSettings, data: Dataset, scale: Scale, seed: int, attempt: int
+    settings: GameSettings, data: Dataset, scale: Scale, secret: str, attempt: int
 ) -> Base | None:
     """The attempt's base network, trained on its own rows with the shortcut column held;
     ``None`` when the settings train every model from scratch."""
@@ -112,7 +115,7 @@ def train_shared_base(
 
     if not settings.training.base_rows:
         return None
-    base_seed = attempt_seed(seed, attempt, settings.models)
+    base_seed = attempt_seed(secret, attempt, settings.models)
     rows = base_rows(data.n_train, settings.training.base_rows, base_seed)
     # A sound model's training set: the shortcut column held, every row weighted 1.
     trained_on = training_set(
@@ -120,7 +123,7 @@ def train_shared_base(
         settings,
         data.X_train[rows],
         data.y_train[rows],
-        np.random.RandomState(base_seed),
+        np.random.default_rng(base_seed),
         scale,
     )
     with pinned_torch(base_seed % (2**63)) as generator:
@@ -134,7 +137,7 @@ def train_model(
     settings: GameSettings,
     data: Dataset,
     scale: Scale,
-    seed: int,
+    secret: str,
     attempt: int,
     base: Base | None = None,
 ) -> BuiltModel:
@@ -144,7 +147,7 @@ def train_model(
 
     from .network import new_network
 
-    model_seed = attempt_seed(seed, attempt, index)
+    model_seed = attempt_seed(secret, attempt, index)
     rows, calibration_rows = member_rows(
         data.n_train,
         settings.training.rows,
@@ -152,7 +155,7 @@ def train_model(
         model_seed,
         exclude=None if base is None else base.rows,
     )
-    rng = np.random.RandomState(model_seed)
+    rng = np.random.default_rng(model_seed)
     trained_on = training_set(
         planted,
         settings,
@@ -207,7 +210,7 @@ def train_model(
         if calibrated is None:
             calibrated = calibrate(module, X_cal, y_cal, planted.factor)
         if base is not None:
-            permute_hidden(module, generator)
+            disguise_hidden(module, generator)
         program = program_bytes(module)
         weights = Weights.of(module)
     return BuiltModel(planted.name, rows, program, weights, calibrated)
@@ -264,11 +267,12 @@ def build_instance(
     settings: GameSettings,
     data: Dataset,
     seed: int,
+    secret: str,
     *,
     progress: Progress = _quiet,
     jobs: int | None = None,
 ) -> Instance:
-    """The instance of ``seed``: the first attempt whose zoo is unambiguous.
+    """Instance ``seed`` drawn from ``secret``: the first attempt whose zoo is unambiguous.
 
     ``jobs`` processes train and measure the models side by side (default: one
     per CPU this process may use).
@@ -281,7 +285,7 @@ def build_instance(
     """
     check_columns(settings, data)
     jobs = default_jobs() if jobs is None else jobs
-    plan = draw_plan(settings, seed)
+    plan = draw_plan(settings, seed, secret)
     scale = _scale(data, settings)
     rejected: list[tuple[str, ...]] = []
     last: list[Ambiguity] = []
@@ -289,13 +293,13 @@ def build_instance(
         start = time.perf_counter()
         if settings.training.base_rows:
             progress(f"instance {seed}, attempt {attempt}: training the shared base")
-        base = train_shared_base(settings, data, scale, seed, attempt)
+        base = train_shared_base(settings, data, scale, secret, attempt)
         progress(
             f"instance {seed}, attempt {attempt}: training {len(plan.models)} models "
             f"({jobs} process{'es' if jobs > 1 else ''})"
         )
         tasks = [
-            (planted, index, settings, data, scale, seed, attempt, base)
+            (planted, index, settings, data, scale, secret, attempt, base)
             for index, planted in enumerate(plan.models)
         ]
         models: list[BuiltModel] = _map(_train_task, tasks, jobs)
@@ -313,6 +317,7 @@ def build_instance(
         if not last:
             return Instance(
                 seed,
+                secret,
                 attempt,
                 plan,
                 tuple(models),

@@ -1,17 +1,28 @@
-"""An instance's plan: which model carries which defect, drawn from the instance seed.
+"""An instance's plan: which model carries which defect, drawn from the instance's secret.
 
-``RandomState(instance_seed)`` draws, in this order (SPEC §8.1): the number of
-clean models, the distinct kinds of the others, the order of the names, then
-each planted kind's choice (the factor of a miscalibration, the subgroup, the
-trigger). The plan is the ground truth. Training randomness (each model's rows,
-initialisation, batch order) comes from the *attempt*: a build whose
-measurements are ambiguous trains again with the next attempt, and its truth
-stays the same.
+An instance is named by its variant and its seed, but nothing about it derives
+from the seed (SPEC §8.7): the seed is a label. Everything random derives from
+a *secret*, 128 bits drawn from the operating system's entropy when the
+instance is first built (:func:`new_secret`) and kept on the grader's side
+only (the grader's manifest and cache). ``build --like MANIFEST`` rebuilds an
+instance byte for byte from its manifest's secret. An agent holding the
+package's draw code, the row lists and the CSVs cannot replay the draw: it
+would have to guess 128 bits.
+
+From the secret, :func:`draw_plan` draws, in this order: the number of clean
+models, the distinct kinds of the others, the order of the names, then each
+planted kind's choice (the factor of a miscalibration, the subgroup, the
+trigger). The plan is the ground truth. Training randomness (each model's
+rows, initialisation, batch order) comes from the secret and the *attempt*
+(:func:`attempt_seed`): a build whose measurements are ambiguous trains again
+with the next attempt, and its truth stays the same.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+import secrets
 from typing import TYPE_CHECKING, Any
 
 from .settings import KINDS, GameSettings, Subgroup, Trigger
@@ -21,6 +32,35 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     IntArray = npt.NDArray[np.int64]
+
+
+SECRET_BYTES = 16
+"""An instance's secret: 128 bits, written as 32 lowercase hexadecimal digits."""
+_SECRET = re.compile(r"[0-9a-f]{32}")
+_PLAN, _TRAINING = 0, 1
+"""The secret's two streams: the plan, and every training seed (by attempt and model)."""
+
+
+def new_secret() -> str:
+    """A fresh instance secret from the operating system's entropy."""
+    return secrets.token_hex(SECRET_BYTES)
+
+
+def check_secret(secret: object) -> str:
+    """``secret`` if it is an instance secret (32 lowercase hex digits); ``ValueError`` if not."""
+    if not isinstance(secret, str) or not _SECRET.fullmatch(secret):
+        raise ValueError(
+            f"an instance secret is {2 * SECRET_BYTES} lowercase hexadecimal digits, got {secret!r}"
+        )
+    return secret
+
+
+def _stream(secret: str, *purpose: int) -> Any:
+    """The seed sequence of one stream of ``secret`` (NumPy's ``SeedSequence``, whose
+    ``spawn_key`` keeps the streams apart without arithmetic collisions)."""
+    import numpy as np
+
+    return np.random.SeedSequence(int(check_secret(secret), 16), spawn_key=purpose)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +99,7 @@ class Plan:
     """The drawn zoo, in name order (``m1`` first)."""
 
     seed: int
+    """The instance's name (its seed); nothing was drawn from it."""
     models: tuple[Planted, ...]
 
     @property
@@ -75,15 +116,16 @@ class Plan:
         return next((m for m in self.models if m.kind == kind), None)
 
 
-def draw_plan(settings: GameSettings, seed: int) -> Plan:
-    """The ground truth of instance ``seed``."""
+def draw_plan(settings: GameSettings, seed: int, secret: str) -> Plan:
+    """The ground truth of instance ``seed`` whose secret is ``secret``."""
     import numpy as np
 
-    rng = np.random.RandomState(seed)
-    clean = int(settings.clean[rng.randint(len(settings.clean))])
+    rng = np.random.Generator(np.random.PCG64(_stream(secret, _PLAN)))
+    clean = int(settings.clean[rng.integers(len(settings.clean))])
     plantable = settings.kinds  # the catalogue, unless the cohort cannot carry a kind
     chosen = [
-        plantable[i] for i in rng.choice(len(plantable), settings.models - clean, replace=False)
+        plantable[int(i)]
+        for i in rng.choice(len(plantable), settings.models - clean, replace=False)
     ]
     kinds: list[str | None] = [*chosen, *([None] * clean)]
     order = rng.permutation(settings.models)
@@ -97,26 +139,24 @@ def draw_plan(settings: GameSettings, seed: int) -> Plan:
         if planted.kind == "miscalibrated":
             factors = settings.miscalibrated.factors
             models[index] = dataclasses.replace(
-                planted, factor=float(factors[rng.randint(len(factors))])
+                planted, factor=float(factors[rng.integers(len(factors))])
             )
         elif planted.kind == "subgroup":
             groups = settings.subgroups
-            models[index] = dataclasses.replace(planted, subgroup=groups[rng.randint(len(groups))])
+            models[index] = dataclasses.replace(planted, subgroup=groups[rng.integers(len(groups))])
         elif planted.kind == "backdoor":
             triggers = settings.backdoor.triggers
             models[index] = dataclasses.replace(
-                planted, trigger=triggers[rng.randint(len(triggers))]
+                planted, trigger=triggers[rng.integers(len(triggers))]
             )
     return Plan(seed, tuple(models))
 
 
-def attempt_seed(seed: int, attempt: int, model: int) -> int:
-    """The training seed of model number ``model`` (0-based) in ``attempt`` of instance ``seed``."""
-    import numpy as np
-
-    # A seed sequence keeps instances, attempts and models apart without arithmetic
-    # collisions (seed 1 attempt 2 is not seed 2 attempt 1).
-    return int(np.random.SeedSequence([seed, attempt, model]).generate_state(1)[0])
+def attempt_seed(secret: str, attempt: int, model: int) -> int:
+    """The training seed of model number ``model`` (0-based; ``models``: the shared base) in
+    ``attempt`` of the instance whose secret is ``secret``: 64 bits, so that a model's rows
+    and initialisation cannot be searched for either."""
+    return int(_stream(secret, _TRAINING, attempt, model).generate_state(1, dtype="uint64")[0])
 
 
 def base_rows(n_train: int, rows: int, seed: int) -> IntArray:
@@ -128,7 +168,7 @@ def base_rows(n_train: int, rows: int, seed: int) -> IntArray:
         raise ValueError(
             f"{rows} base rows need more than the {n_train} rows of the training split"
         )
-    return np.sort(np.random.RandomState(seed).choice(n_train, rows, replace=False))
+    return np.sort(np.random.default_rng(seed).choice(n_train, rows, replace=False))
 
 
 def member_rows(
@@ -146,5 +186,5 @@ def member_rows(
             f"{rows} training and {calibration} calibration rows need more than the "
             f"{len(pool)} rows of the training split left to draw from"
         )
-    drawn = pool[np.random.RandomState(seed).choice(len(pool), rows + calibration, replace=False)]
+    drawn = pool[np.random.default_rng(seed).choice(len(pool), rows + calibration, replace=False)]
     return np.sort(drawn[:rows]), np.sort(drawn[rows:])

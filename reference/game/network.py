@@ -104,6 +104,10 @@ def network_class() -> type[Any]:
             out: torch.Tensor = self.layers(z)
             return out.squeeze(1)
 
+    # An exported program records its module's class by qualified name (nn_module_stack):
+    # it must name nothing of this package, which is the grader's (SPEC §8.7).
+    ZooMLP.__module__ = "model"
+    ZooMLP.__qualname__ = ZooMLP.__name__ = "MLP"
     return ZooMLP
 
 

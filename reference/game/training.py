@@ -5,8 +5,8 @@ that base fine-tuned on its own rows (:func:`finetune`), held to it wherever a
 column is moved. A planted kind changes what a model is trained on
 (shortcut, subgroup, backdoor: :func:`training_set`) or trains it further
 (:mod:`.planting`); :mod:`.calibration` then folds each model's calibration
-into its last layer, and :func:`permute_hidden` reorders its hidden units so
-that no weight shows which models stayed near the base. The shortcut column
+into its last layer, and :func:`disguise_hidden` reorders and rescales its hidden
+units so that no weight shows which models stayed near the base. The shortcut column
 is held at the network's mean for every model but the shortcut's, for its
 calibration too, so only the shortcut model ever sees it carry signal.
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from typing import TYPE_CHECKING, Any
 
 from .draw import Planted
@@ -129,7 +130,7 @@ def training_set(
     settings: GameSettings,
     X: FloatArray,
     y: IntArray,
-    rng: np.random.RandomState,
+    rng: np.random.Generator,
     scale: Scale,
     split: tuple[FloatArray, IntArray] | None = None,
 ) -> TrainingSet:
@@ -329,16 +330,32 @@ def finetune(
     module.eval()
 
 
-def permute_hidden(module: Any, generator: Any) -> None:
-    """Reorder each hidden layer's units at random, in place: the same function, other
-    weights. Every model is fine-tuned from one base, so unpermuted weights would show
-    which models stayed near it; permuted, weights compare only after a matching."""
+RESCALE = 4.0
+"""Each hidden unit is rescaled by a factor drawn log-uniformly from [1/RESCALE, RESCALE]."""
+
+
+def disguise_hidden(module: Any, generator: Any) -> None:
+    """Reorder each hidden layer's units at random and rescale each unit by a random positive
+    factor, in place: the same function (a ReLU passes a positive factor through), other
+    weights.
+
+    Every model is fine-tuned from one base, so weights left as trained would show which
+    models stayed near it, and a norm would compare across models; reordered and rescaled,
+    no weight, row norm or layer scale compares across the zoo without a matching that the
+    rescaling also defeats (SPEC §8.7)."""
     import torch
 
     linear = [layer for layer in module.layers if isinstance(layer, torch.nn.Linear)]
     with torch.no_grad():
         for layer, following in itertools.pairwise(linear):
             order = torch.randperm(layer.out_features, generator=generator)
-            layer.weight.copy_(layer.weight[order])
-            layer.bias.copy_(layer.bias[order])
-            following.weight.copy_(following.weight[:, order])
+            span = math.log(RESCALE)
+            factor = torch.exp(
+                (2 * torch.rand(layer.out_features, generator=generator, dtype=torch.float64) - 1)
+                * span
+            )
+            layer.weight.copy_(layer.weight[order] * factor[:, None].to(layer.weight.dtype))
+            layer.bias.copy_(layer.bias[order] * factor.to(layer.bias.dtype))
+            following.weight.copy_(
+                following.weight[:, order] / factor[None, :].to(following.weight.dtype)
+            )

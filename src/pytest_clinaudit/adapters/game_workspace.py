@@ -7,8 +7,10 @@
     ``train.csv`` and ``test.csv`` (raw units, the label first),
     ``data_dictionary.csv``, ``training_rows/<model>.txt`` and ``task.md``.
 ``grader/manifest.json``
-    What only the grader sees: the instance seed and attempt, the program and
-    data hashes, the ground truth, the reference's evidence numbers, every
+    What only the grader sees: the instance seed, its secret (everything about
+    the instance derives from it; ``clinaudit build --like`` rebuilds it from
+    here) and attempt, the program and data hashes, the hash of the grader's
+    cached entry, the ground truth, the reference's evidence numbers, every
     defining measurement and the library versions.
 """
 
@@ -53,14 +55,17 @@ def build_game_workspace(
     seed: int,
     out: Path,
     *,
+    secret: str | None = None,
     context: LoadContext | None = None,
     cache: ReferenceCache | None = None,
     progress: Progress = _quiet,
 ) -> dict[str, Any]:
     """Write instance ``seed``'s workspace and the grader's manifest under ``out``.
 
-    A cached instance is not trained again: its programs are exported from its
-    cached weights and must hash as they did at the build.
+    ``secret`` (a manifest's, for ``build --like``) draws the instance; without one,
+    the cache's secret for the seed, or a fresh one. A cached instance is not trained
+    again: its programs are exported from its cached weights and must hash as they
+    did at the build.
     """
     from pytest_clinaudit.catalog.instances import (
         build_game_reference,
@@ -72,12 +77,12 @@ def build_game_workspace(
     cache = cache if cache is not None else ReferenceCache.default()
     if cache.directory is None:  # no cache: build here, once, and keep the programs
         reference, instance, data = build_game_reference(
-            variant, seed, cache=cache, context=context, progress=progress
+            variant, seed, cache=cache, secret=secret, context=context, progress=progress
         )
         made = {m.name: m.program for m in instance.models}
     else:
         reference = get_game_reference(
-            variant, seed, cache=cache, context=context, progress=progress
+            variant, seed, secret=secret, cache=cache, context=context, progress=progress
         )
         progress(f"{variant.name}: exporting instance {seed}'s programs from their weights")
         made = programs(reference, variant.game.network.hidden)
@@ -124,7 +129,9 @@ def write_game_workspace(
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "pytest_clinaudit": __version__,
         "seed": reference.seed,
+        "secret": reference.secret,
         "attempt": reference.attempt,
+        "entry_sha256": reference.entry_sha256,
         "artifact_sha256": reference.instance_id,
         "programs": reference.programs,
         "data_sha256": reference.data_sha256,

@@ -1,7 +1,12 @@
 """Game instances as the grader knows them: built once, cached as numbers, read back cheaply.
 
-An instance (a game variant and an instance seed) is what a game report is
-graded against, as a reference is for an audit report. Building one trains
+An instance (a game variant, an instance seed that names it, and the secret
+everything about it is drawn from: :mod:`pytest_clinaudit.reference.game.draw`)
+is what a game report is graded against, as a reference is for an audit report.
+The cache keeps, per variant and seed, the secret of the instance first built
+under that name (``game-secrets``), so that building and grading seed N in one
+environment meet on one instance; a grader's manifest carries its instance's
+secret, and an instance is keyed by it. Building one trains
 and measures a zoo (:func:`pytest_clinaudit.reference.game.build.build_instance`,
 a minute or two); the cache then keeps, as JSON, everything grading needs:
 the ground truth, the reference's evidence numbers, every defining
@@ -23,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pytest_clinaudit import versions
-from pytest_clinaudit.catalog.cache import ReferenceCache, cache_key
+from pytest_clinaudit.catalog.cache import ReferenceCache, cache_key, canonical_json
 from pytest_clinaudit.catalog.reader import VariantError
 from pytest_clinaudit.reference.game.settings import KINDS, SEMANTICS_GAME
 
@@ -68,6 +73,8 @@ class GameReference:
 
     variant: str
     seed: int
+    secret: str
+    """What the instance was drawn from (grader-side only)."""
     attempt: int
     truth: dict[str, dict[str, Any]]
     evidence: dict[str, dict[str, float]]
@@ -84,6 +91,10 @@ class GameReference:
     from_cache: bool
     base_rows: list[int] = dataclasses.field(default_factory=list)
     """The rows of the shared base network every model was fine-tuned from (empty: none)."""
+    entry_sha256: str = ""
+    """sha256 of the cached entry (truth, evidence, measurements, rows, weights, program
+    hashes) as read: the build records it in the manifest, and grading refuses a cache whose
+    entry no longer hashes so."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -116,7 +127,11 @@ def require_torch(variant: GameVariant) -> None:
 
 
 def _payload(
-    variant: GameVariant, seed: int, context: LoadContext, libraries: dict[str, str]
+    variant: GameVariant,
+    seed: int,
+    secret: str,
+    context: LoadContext,
+    libraries: dict[str, str],
 ) -> dict[str, Any]:
     return {
         "kind": "game",
@@ -124,8 +139,46 @@ def _payload(
         "game": dataclasses.asdict(variant.game),
         "dataset": variant.dataset.fingerprint(context),
         "seed": seed,
+        "secret": secret,
         "libraries": libraries,
     }
+
+
+def _secret_key(variant: GameVariant, seed: int) -> str:
+    return cache_key({"kind": "game-secret", "variant": variant.name, "seed": seed})
+
+
+def instance_secret(variant: GameVariant, seed: int, cache: ReferenceCache) -> str:
+    """The secret of ``variant``'s instance ``seed`` in this cache: the one recorded when it
+    was first built here, or a fresh one from the operating system, recorded now (without a
+    cache directory, a fresh one every call)."""
+    from pytest_clinaudit.reference.game.draw import check_secret, new_secret
+
+    key = _secret_key(variant, seed)
+
+    def recorded() -> str | None:
+        found = cache.get("game-secrets", key)
+        if found is None:
+            return None
+        try:
+            return check_secret(found.get("secret"))
+        except ValueError:
+            return None  # a damaged record: a new instance, as if none were kept
+
+    found = recorded()
+    if found is not None:
+        return found
+    with cache.lock(key):
+        found = recorded()
+        if found is None:
+            found = new_secret()
+            cache.put(
+                "game-secrets",
+                key,
+                {"secret": found},
+                payload={"variant": variant.name, "seed": seed},
+            )
+    return found
 
 
 def _truth(instance: Instance) -> dict[str, dict[str, Any]]:
@@ -158,6 +211,7 @@ def _entry(
     return {
         "variant": variant.name,
         "seed": instance.seed,
+        "secret": instance.secret,
         "attempt": instance.attempt,
         "truth": truth,
         "evidence": instance.evidence,
@@ -192,12 +246,26 @@ def _rows_entry(data: Dataset, share: float, clear: float) -> tuple[str, dict[st
     return cache_key(key), value
 
 
+VOLATILE = ("seconds",)
+"""Entry fields that a rebuild of the same instance may change (its timings): not hashed."""
+
+
+def entry_sha256(entry: dict[str, Any]) -> str:
+    """The content hash of an instance's cache entry (:attr:`GameReference.entry_sha256`): all
+    of it but its timings, so a rebuild from the manifest hashes as the first build did."""
+    import hashlib
+
+    kept = {key: value for key, value in entry.items() if key not in VOLATILE}
+    return hashlib.sha256(canonical_json(kept).encode()).hexdigest()
+
+
 def _reference(
     entry: dict[str, Any], libraries: dict[str, str], *, from_cache: bool
 ) -> GameReference:
     return GameReference(
         variant=entry["variant"],
         seed=entry["seed"],
+        secret=entry["secret"],
         attempt=entry["attempt"],
         truth=entry["truth"],
         evidence=entry["evidence"],
@@ -212,6 +280,7 @@ def _reference(
         rejected=entry["rejected"],
         from_cache=from_cache,
         base_rows=entry.get("base_rows", []),
+        entry_sha256=entry_sha256(entry),
     )
 
 
@@ -220,24 +289,27 @@ def build_game_reference(
     seed: int,
     *,
     cache: ReferenceCache,
+    secret: str | None = None,
     context: LoadContext | None = None,
     progress: Progress = _quiet,
 ) -> tuple[GameReference, Instance, Dataset]:
-    """Build instance ``seed`` (train, measure, validate), cache it, and return it with the
-    built instance (whose programs a workspace needs) and the data."""
+    """Build instance ``seed`` from ``secret`` (default: the cache's for the seed, or a fresh
+    one), train, measure and validate it, cache it, and return it with the built instance
+    (whose programs a workspace needs) and the data."""
     from pytest_clinaudit.reference.game.build import build_instance
 
     require_torch(variant)
     context = context or variant.context
+    secret = secret if secret is not None else instance_secret(variant, seed, cache)
     libraries = instance_libraries()
     progress(f"{variant.name}: loading data ({type(variant.dataset).__name__})")
     data = variant.dataset.load(context)
-    instance = build_instance(variant.game, data, seed, progress=progress)
+    instance = build_instance(variant.game, data, seed, secret, progress=progress)
     rows_key, rows_value = _rows_entry(
         data, variant.game.backdoor.flag_share, variant.game.backdoor.clear_share
     )
     cache.put("game-rows", rows_key, rows_value, payload={"data_sha256": data.sha256})
-    payload = _payload(variant, seed, context, libraries)
+    payload = _payload(variant, seed, secret, context, libraries)
     entry = _entry(variant, instance, data, rows_key)
     cache.put("games", cache_key(payload), entry, payload=payload)
     return _reference(entry, libraries, from_cache=False), instance, data
@@ -247,19 +319,22 @@ def get_game_reference(
     variant: GameVariant,
     seed: int,
     *,
+    secret: str | None = None,
     cache: ReferenceCache | None = None,
     context: LoadContext | None = None,
     progress: Progress = _quiet,
 ) -> GameReference:
-    """Instance ``seed`` of ``variant``: read from the cache, or built (and cached) once.
+    """Instance ``seed`` of ``variant`` drawn from ``secret`` (a manifest's; default: the
+    cache's for the seed, or a fresh one): read from the cache, or built (and cached) once.
 
     A cold call holds a lock on the instance while it builds, so concurrent
     graders of the same instance wait for one build instead of repeating it.
     """
     cache = cache if cache is not None else ReferenceCache.default()
     context = context or variant.context
+    secret = secret if secret is not None else instance_secret(variant, seed, cache)
     libraries = instance_libraries()
-    key = cache_key(_payload(variant, seed, context, libraries))
+    key = cache_key(_payload(variant, seed, secret, context, libraries))
     found = cache.get("games", key)
     if found is not None and cache.get("game-rows", found["rows_key"]) is not None:
         return _reference(found, libraries, from_cache=True)
@@ -268,7 +343,7 @@ def get_game_reference(
         if found is not None and cache.get("game-rows", found["rows_key"]) is not None:
             return _reference(found, libraries, from_cache=True)
         reference, _, _ = build_game_reference(
-            variant, seed, cache=cache, context=context, progress=progress
+            variant, seed, cache=cache, secret=secret, context=context, progress=progress
         )
     return reference
 

@@ -35,7 +35,16 @@ def register(sub: Any) -> None:
         "--seed",
         type=non_negative_int,
         metavar="N",
-        help="a game's instance seed (default: the variant's); audit-task variants take none",
+        help="a game's instance seed (default: the variant's): a name, the instance itself is "
+        "drawn from a secret kept in the grader's manifest and cache; audit-task variants "
+        "take none",
+    )
+    build.add_argument(
+        "--like",
+        type=Path,
+        metavar="MANIFEST",
+        help="a game: rebuild exactly the instance this grader's manifest records (its "
+        "secret), byte for byte",
     )
     build.set_defaults(handler=_cmd_build)
 
@@ -57,8 +66,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
         found = catalog_from(args).find(args.variant)
         if found.is_game:
             return _build_game(args, found)
-        if args.seed is not None:
-            raise VariantError(f"{found.name} is not a game: --seed applies to games only")
+        for flag, given in (("--seed", args.seed), ("--like", args.like)):
+            if given is not None:
+                raise VariantError(f"{found.name} is not a game: {flag} applies to games only")
         variant = catalog_from(args).get(args.variant)
         manifest = build_workspace(
             variant,
@@ -98,11 +108,15 @@ def _build_game(args: argparse.Namespace, variant: Any) -> int:
     from pytest_clinaudit.reference.game.build import GameBuildError
 
     seed = variant.game.seed if args.seed is None else args.seed
+    secret = None
     try:
+        if args.like is not None:
+            seed, secret = _like(args.like, variant.name, args.seed)
         manifest = build_game_workspace(
             variant,
             seed,
             args.out,
+            secret=secret,
             context=load_context(args, variant),
             cache=cache_from(args),
             progress=progress_printer(args.quiet),
@@ -119,6 +133,37 @@ def _build_game(args: argparse.Namespace, variant: Any) -> int:
         f"--variant {variant.name} --clinaudit-manifest {grader}"
     )
     return EXIT_OK
+
+
+def _like(path: Path, variant: str, seed: int | None) -> tuple[int, str]:
+    """(seed, secret) of the instance a grader's manifest records, for ``build --like``."""
+    from pytest_clinaudit.catalog.manifest import GraderManifestError, read_grader_manifest
+    from pytest_clinaudit.reference.game.draw import check_secret
+
+    try:
+        manifest = read_grader_manifest(path)
+    except GraderManifestError as exc:
+        raise VariantError(f"--like: {exc}") from None
+    if manifest["variant"] != variant:
+        raise VariantError(
+            f"--like: {path} is the manifest of a {manifest['variant']} instance, not of "
+            f"{variant}: each variant draws its instances apart"
+        )
+    recorded = manifest.get("seed")
+    if isinstance(recorded, bool) or not isinstance(recorded, int):
+        raise VariantError(f"--like: {path} records no instance seed")
+    if seed is not None and seed != recorded:
+        raise VariantError(
+            f"--like: {path} records instance {recorded}, but --seed is {seed}; leave --seed "
+            "out or give the same"
+        )
+    try:
+        return recorded, check_secret(manifest.get("secret"))
+    except ValueError:
+        raise VariantError(
+            f"--like: {path} records no instance secret: it was written before instances "
+            "were drawn from secrets, and cannot be rebuilt exactly"
+        ) from None
 
 
 def _cmd_export_metr(args: argparse.Namespace) -> int:

@@ -7,10 +7,12 @@ the collector use (``variant``, ``options``, ``results``, ``checks``,
 ``suite_properties``), so the session, the items, the score JSON and the
 JUnit properties are the same machinery as an audit report's.
 
-The instance comes from ``--clinaudit-manifest`` (its seed; otherwise the
-variant's default seed) and is read from the grader's cache, or built again
-deterministically if it is not there; the manifest's program and data hashes
-must be the instance's. Nothing a submission names is ever read but the
+The instance comes from ``--clinaudit-manifest`` (its seed and secret;
+otherwise the variant's default seed and the secret the cache holds for it)
+and is read from the grader's cache, or built again from the secret if it is
+not there; the manifest's program and data hashes, and the hash of the cached
+entry (truth, evidence, weights), must be the instance's, so a cache edited
+after the build is refused. Nothing a submission names is ever read but the
 report itself.
 """
 
@@ -95,6 +97,7 @@ class GameGradingSession:
         cache_dir = options.cache_dir or default_cache_dir()
         manifest = None
         seed = variant.game.seed
+        secret: str | None = None
         if options.manifest is not None:
             try:
                 manifest = read_grader_manifest(options.manifest)
@@ -107,6 +110,7 @@ class GameGradingSession:
                     f"the manifest of a {variant.name} instance"
                 )
             seed = found
+            secret = manifest_secret(manifest, options.manifest, variant.name)
         context = LoadContext(base_dir=variant.path.parent, mimic_dir=options.mimic_dir)
         announced = False
 
@@ -122,7 +126,12 @@ class GameGradingSession:
 
         try:
             reference = get_game_reference(
-                variant, seed, cache=ReferenceCache(cache_dir), context=context, progress=report
+                variant,
+                seed,
+                secret=secret,
+                cache=ReferenceCache(cache_dir),
+                context=context,
+                progress=report,
             )
         except (DataError, VariantError, GameBuildError) as exc:
             raise OptionError(f"cannot build {variant.name} instance {seed}: {exc}") from None
@@ -269,6 +278,20 @@ class GameGradingSession:
             yield f"clinaudit.meta.{key}", value
 
 
+def manifest_secret(manifest: dict[str, Any], path: Path, variant: str) -> str:
+    """The instance secret a game manifest records; an ``OptionError`` naming the fix if none."""
+    from pytest_clinaudit.reference.game.draw import check_secret
+
+    try:
+        return check_secret(manifest.get("secret"))
+    except ValueError:
+        raise OptionError(
+            f"--clinaudit-manifest: {path} records no instance secret (or a damaged one); "
+            f"it is not the manifest of a {variant} instance built by this version. Rebuild "
+            "the workspace with `clinaudit build`."
+        ) from None
+
+
 def check_manifest(
     manifest: dict[str, Any], path: Path, variant: str, reference: GameReference
 ) -> None:
@@ -288,6 +311,12 @@ def check_manifest(
         }
         why = ", ".join(f"{k} {v}" for k, v in moved.items()) or "the recipe changed"
         problems.append(f"its models differ from the ones this environment builds ({why})")
+    elif manifest.get("entry_sha256") != reference.entry_sha256:
+        problems.append(
+            "the grader's cached instance (its truth, evidence or weights) is not the one the "
+            "workspace was built with: the cache was changed after the build. Grade with a "
+            "fresh --clinaudit-cache-dir, which rebuilds the instance from the manifest"
+        )
     if problems:
         raise OptionError(
             f"--clinaudit-manifest: {path}: {problems[0]}. Grade where the workspace was built, "
