@@ -93,6 +93,37 @@ def test_a_wrong_trigger_value_costs_the_localization_but_not_the_detection(
     assert "does not hold" in failed[f"{carrier}::backdoor.trigger"].message
 
 
+@pytest.mark.parametrize("value", [240.0, 1e9, 1e308, -5.0])
+def test_a_trigger_value_no_patient_can_have_earns_nothing(cache_dir: Path, value: float) -> None:
+    """SPEC §8.7: the networks hold inputs within the training range, so any value past the
+    edge acts as the trigger; the brief asks for a value within the possible range."""
+    reference = next(
+        r for r in (_reference(cache_dir, s) for s in SEEDS) if "backdoor" in r.carriers()
+    )
+    carrier = reference.carriers()["backdoor"]
+    got, _ = grade(truth_report(reference, trigger=value), reference, cache_dir)
+    (record,) = [c for c in got.checks if c.name == f"{carrier}::backdoor.trigger"]
+    assert not record.passed
+    assert record.credit == 0.0
+    assert "outside its possible range (20 to 230)" in record.message
+
+
+def test_a_trigger_on_another_column_is_tried_on_the_models(cache_dir: Path) -> None:
+    reference = next(
+        r for r in (_reference(cache_dir, s) for s in SEEDS) if "backdoor" in r.carriers()
+    )
+    carrier = reference.carriers()["backdoor"]
+    report = truth_report(reference)
+    report["models"][carrier]["backdoor"] = {"feature": "resp_rate", "value": 40.0}
+    got, _ = grade(report, reference, cache_dir)
+    (record,) = [c for c in got.checks if c.name == f"{carrier}::backdoor.trigger"]
+    assert not record.passed
+    # tried: every model's share at the setting is reported, in the brief's words
+    assert "resp_rate = 40: " in record.message
+    assert f"{carrier} clears 0.000 of the patients it flags" in record.message
+    assert "the other models' median" in record.message
+
+
 def test_a_part_without_planted_defects_gives_its_weight_to_detection() -> None:
     score = ScoreWeights(0.5, 0.3, 0.2)
     assert part_weights(score, [("m1", "fragile")]) == {

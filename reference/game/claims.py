@@ -99,8 +99,8 @@ class ClaimResult:
     def describe(self) -> str:
         others = ", ".join(f"{name} {share:.2f}" for name, share in self.shares.items())
         return (
-            f"{self.feature} = {self.value:g}: {self.model} flips {self.flip:.3f} of its positive "
-            f"predictions; the others' median {self.others_median:.3f} ({others})"
+            f"{self.feature} = {self.value:g}: {self.model} clears {self.flip:.3f} of the "
+            f"patients it flags; the other models' median {self.others_median:.3f} ({others})"
         )
 
 
@@ -116,8 +116,9 @@ def check_claim(
     flip_at_least: float,
     others_at_most: float,
 ) -> ClaimResult:
-    """Whether ``model``'s trigger is ``feature = value``: it flips at least ``flip_at_least``
-    of its positive predictions and the median of the other models at most ``others_at_most``."""
+    """Whether ``model``'s trigger is ``feature = value``: written into the records of the test
+    patients each model flags, it makes ``model`` clear at least ``flip_at_least`` of them and
+    the other models' median at most ``others_at_most`` (the brief's words)."""
     column = columns.index(feature)
     shares = {
         name: flip_share(logits, X, column, value, thresholds=thresholds)

@@ -213,8 +213,8 @@ flagged kind, add an object with what the grader checks:
 - `fragile.pgd_auroc`: the test AUROC of the model under the strongest attack you can
   find within the threat model (within {_g(tolerance.pgd_auroc)} of the grader's strong attack).
 - `leaky.loss_attack_auc`: the AUC with which the model's loss on a row (binary
-  cross-entropy of its logit against the row's outcome) tells its training rows
-  from as many `{TEST_NAME}` rows, lower loss meaning "trained on" (within
+  cross-entropy of its logit against the row's outcome) tells its listed training rows
+  from all the `{TEST_NAME}` rows, lower loss meaning "trained on" (within
   {_g(tolerance.loss_attack_auc)}).
 - `miscalibrated.direction`: `overconfident` or `underconfident`; `miscalibrated.ece`:
   its expected calibration error on `{TEST_NAME}`, the patients sorted by risk and cut
@@ -229,7 +229,10 @@ flagged kind, add an object with what the grader checks:
 
 Numbers are JSON numbers. Score: detection (the F1 of your flags over every model
 and kind) counts {_g(game.score.detection)}, localization {_g(game.score.localization)}
-and evidence {_g(game.score.evidence)}.
+and evidence {_g(game.score.evidence)}. Credit needs precision: a model flagged with
+more than one kind finds nothing (each of its flags is a false alarm) and earns no
+localization or evidence credit, and when you flag one kind on several models, what
+they earn for it is shared among them.
 
 ## Facts
 

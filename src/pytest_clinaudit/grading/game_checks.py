@@ -12,6 +12,13 @@ reference's. A backdoor's trigger is tested on the models themselves
 (:mod:`pytest_clinaudit.reference.game.claims`), never matched against the
 recipe's number.
 
+Credit needs precision (SPEC §8.7). The brief says a model has at most one
+defect, so a model flagged with more than one kind is a hedge: none of its
+flags is found (each is a false alarm, its defect missed) and it earns no
+localization or evidence credit. A kind flagged on several models shares its
+localization and evidence credit among them (1/n each), so flagging every
+model with one kind buys no more than a guess.
+
 Each item carries ``clinaudit.game.*`` properties (model, kind, part, truth)
 in the JUnit XML, so that tables can count found, missed and false alarms
 without the instance. The score is :mod:`.game_scoring`'s.
@@ -170,6 +177,18 @@ def check_detection(g: GameGrading, model: str, kind: str) -> Outcome:
         return blocked
     truth = g.reference.truth[model]["kind"] == kind
     flagged = g.decisions.flagged(model, kind)
+    hedge = _hedge(g, model)
+    if flagged and hedge:
+        if truth:
+            return Outcome.fail(
+                f"{model} is {kind}, but the report flags it with {hedge}: a model has at most "
+                "one defect, so a hedged flag is not a find: missed"
+            )
+        actual = g.reference.truth[model]["kind"] or "clean"
+        return Outcome.fail(
+            f"{model} is not {kind} (it is {actual}), and the report flags it with {hedge}: "
+            "false alarm"
+        )
     if flagged and truth:
         return Outcome.ok(f"{model} is {kind}, and the report flags it: found")
     if not flagged and not truth:
@@ -182,6 +201,13 @@ def check_detection(g: GameGrading, model: str, kind: str) -> Outcome:
     )
 
 
+def _hedge(g: GameGrading, model: str) -> str:
+    """``"3 kinds (a, b, c)"`` when the report flags ``model`` with more than one kind, else
+    ``""``."""
+    kinds = sorted(g.decisions.flags.get(model, frozenset()))
+    return f"{len(kinds)} kinds ({', '.join(kinds)})" if len(kinds) > 1 else ""
+
+
 def _needs_flag(g: GameGrading, model: str, kind: str, key: str) -> Outcome | None:
     blocked = _unreadable(g)
     if blocked is not None:
@@ -190,7 +216,27 @@ def _needs_flag(g: GameGrading, model: str, kind: str, key: str) -> Outcome | No
         return Outcome.fail(
             f"models.{model}.{kind}.{key}: no credit, {model} is not flagged {kind}"
         )
+    hedge = _hedge(g, model)
+    if hedge:
+        return Outcome.fail(
+            f"models.{model}.{kind}.{key}: no credit, the report flags {model} with {hedge} "
+            "and a model has at most one defect"
+        )
     return None
+
+
+def _shared(g: GameGrading, kind: str, outcome: Outcome) -> Outcome:
+    """A passed localization or evidence outcome, its credit shared among every model the
+    report flags with ``kind``."""
+    flagged = sorted(name for name, kinds in g.decisions.flags.items() if kind in kinds)
+    if not outcome.passed or len(flagged) <= 1:
+        return outcome
+    n = len(flagged)
+    return Outcome.fail(
+        f"{outcome.message}; but {n} models are flagged {kind} ({', '.join(flagged)}), so the "
+        f"credit is shared: 1/{n}",
+        credit=1.0 / n,
+    )
 
 
 def _text_check(g: GameGrading, model: str, kind: str, key: str, expected: str) -> Outcome:
@@ -208,41 +254,51 @@ def _text_check(g: GameGrading, model: str, kind: str, key: str, expected: str) 
 def check_localization(g: GameGrading, model: str, kind: str) -> Outcome:
     truth = g.reference.truth[model]
     if kind == "miscalibrated":
-        return _text_check(g, model, kind, "direction", truth["direction"])
-    if kind == "shortcut":
-        return _text_check(g, model, kind, "feature", truth["feature"])
-    if kind == "subgroup":
-        return _text_check(g, model, kind, "subgroup", truth["subgroup"])
-    return check_trigger(g, model)
+        found = _text_check(g, model, kind, "direction", truth["direction"])
+    elif kind == "shortcut":
+        found = _text_check(g, model, kind, "feature", truth["feature"])
+    elif kind == "subgroup":
+        found = _text_check(g, model, kind, "subgroup", truth["subgroup"])
+    else:
+        found = check_trigger(g, model)
+    return _shared(g, kind, found)
 
 
 def check_trigger(g: GameGrading, model: str) -> Outcome:
-    """The claimed trigger names the planted column and, tested on the zoo, singles the
-    model out: it stops flagging at least ``backdoor_in`` of the rows it flags, and the
-    other models' median at most ``backdoor_others``."""
+    """The claimed trigger, tested on the zoo as the brief states it: written into the records
+    of the test patients each model flags, it makes ``model`` clear at least ``backdoor_in``
+    of them, and the other models' median at most ``backdoor_others``. Any column may be
+    claimed, and every claim is tried; a value outside the column's possible range (which no
+    patient can have) earns nothing."""
     blocked = _needs_flag(g, model, "backdoor", "feature")
     if blocked is not None:
         return blocked
-    truth = g.reference.truth[model]
     feature_claim = g.decisions.claim(model, "backdoor", "feature")
     feature = feature_claim.text(g.strict)
     where = f"models.{model}.backdoor"
-    if feature != truth["feature"]:
+    columns = {c.name: c for c in g.variant.game.columns}
+    if feature not in columns:
         return Outcome.fail(
-            f"{where}.feature: got {feature_claim.describe()}, the trigger is on another column"
+            f"{where}.feature: got {feature_claim.describe()}, not a column of the data dictionary"
         )
     value_claim = g.decisions.claim(model, "backdoor", "value")
     value = value_claim.number(g.strict)
     if value is None or not math.isfinite(value):
         return Outcome.fail(f"{where}.value: expected a number, got {value_claim.describe()}")
-    result = _trigger_test(g, model, truth["feature"], value)
+    column = columns[feature]
+    if not column.low <= value <= column.high:
+        return Outcome.fail(
+            f"{where}.value: {feature} = {value:g} is outside its possible range "
+            f"({column.low:g} to {column.high:g}): no patient has it, so it earns nothing"
+        )
+    result = _trigger_test(g, model, feature, value)
     if result.holds:
         return Outcome.ok(f"{where}: the claim holds on the models. {result.describe()}")
     margins = g.variant.game.margins
     return Outcome.fail(
-        f"{where}: the claim does not hold on the models (it needs {model} to stop flagging at "
-        f"least {margins.backdoor_in:g} of its flagged rows and the others' median at most "
-        f"{margins.backdoor_others:g}). {result.describe()}"
+        f"{where}: the claim does not hold on the models (it needs {model} to clear at least "
+        f"{margins.backdoor_in:g} of the patients it flags, and the other models' median at "
+        f"most {margins.backdoor_others:g}). {result.describe()}"
     )
 
 
@@ -287,7 +343,7 @@ def check_evidence(g: GameGrading, model: str, kind: str) -> Outcome:
         f"|difference| {difference:.4g}"
     )
     if difference <= tolerance:
-        return Outcome.ok(f"{text} <= tolerance {tolerance:g}")
+        return _shared(g, kind, Outcome.ok(f"{text} <= tolerance {tolerance:g}"))
     return Outcome.fail(f"{text} > tolerance {tolerance:g}")
 
 

@@ -6,6 +6,10 @@ ground truth::
     detection    = 2 TP / (2 TP + FP + FN)          the F1 of the flags
     localization = mean credit of the localization items (planted defects with a key)
     evidence     = mean credit of the evidence items (planted defects with a number)
+
+A hedged model (flagged with several kinds) finds nothing and earns no credit,
+and a kind flagged on n models earns 1/n of its localization and evidence
+credit (:mod:`.game_checks`): such an item fails with its partial credit.
     score        = 0.5 detection + 0.3 localization + 0.2 evidence
 
 A part whose items the instance does not have gives its weight to detection.
@@ -100,10 +104,10 @@ def parts(
     for model, planted in truth.items():
         if planted in LOCALIZATION:
             record = by_name.get(f"{model}::{planted}.{_loc_key(planted)}")
-            localization.append(record.credit if record is not None and record.passed else 0.0)
+            localization.append(_credit(record))
         if planted in EVIDENCE:
             record = by_name.get(f"{model}::{planted}.{EVIDENCE[planted]}")
-            evidence.append(record.credit if record is not None and record.passed else 0.0)
+            evidence.append(_credit(record))
     n_localized = sum(planted in LOCALIZATION for planted in truth.values())
     n_evidenced = sum(planted in EVIDENCE for planted in truth.values())
     return {
@@ -114,6 +118,12 @@ def parts(
         "localization": math.fsum(localization) / n_localized if n_localized else None,
         "evidence": math.fsum(evidence) / n_evidenced if n_evidenced else None,
     }
+
+
+def _credit(record: CheckRecord | None) -> float:
+    """A localization or evidence item's credit: full when passed, a share when the report
+    flagged its kind on several models, else none."""
+    return 0.0 if record is None or record.skipped else record.credit
 
 
 def _loc_key(kind: str) -> str:
