@@ -30,6 +30,7 @@ from pytest_clinaudit.catalog.instances import (
     instance_libraries,
 )
 from pytest_clinaudit.catalog.variants import default_catalog
+from pytest_clinaudit.grading.scoring import Grade
 from pytest_clinaudit.reference.game.claims import Thresholds
 from pytest_clinaudit.reference.game.draw import draw_plan
 from pytest_clinaudit.reference.game.settings import EVIDENCE
@@ -211,6 +212,28 @@ def truth_report(reference: GameReference, *, trigger: float = 220.0) -> dict[st
             model[kind] = details
         models[name] = model
     return {"models": models, "summary": "the truth"}
+
+
+def grade(
+    document: Any, reference: GameReference, cache_dir: Path, profile: str = "strict"
+) -> tuple[Grade, dict[str, Any]]:
+    """Grade ``document`` in-process, as a session runs the checks (``checks.run_check``) and
+    scores them (``game_scoring``)."""
+    import json
+
+    from pytest_clinaudit.grading import submission as submissions
+    from pytest_clinaudit.grading.checks import run_check
+    from pytest_clinaudit.grading.game_checks import GameGrading, game_checks
+    from pytest_clinaudit.grading.game_scoring import compute
+    from pytest_clinaudit.reference.game.settings import KINDS
+
+    data = document if isinstance(document, bytes) else json.dumps(document).encode()
+    g = GameGrading(
+        game_variant(), reference, submissions.parse_bytes(data), profile, ReferenceCache(cache_dir)
+    )
+    records = [run_check(check, g.id(check.name)) for check in game_checks(g)]
+    truth = {name: entry["kind"] for name, entry in reference.truth.items()}
+    return compute(records, profile, truth=truth, kinds=KINDS, score=game_variant().game.score)
 
 
 def null_report(reference: GameReference) -> dict[str, Any]:

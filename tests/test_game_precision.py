@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from game_helpers import FAKE_EVIDENCE, game_variant, install_fake_instance, truth_report
-from test_game_scoring import grade
+from game_helpers import FAKE_EVIDENCE, game_variant, grade, install_fake_instance, truth_report
 
 from pytest_clinaudit.catalog.cache import ReferenceCache
 from pytest_clinaudit.catalog.instances import GameReference, get_game_reference

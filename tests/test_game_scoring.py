@@ -7,7 +7,6 @@ session runs them (``checks.run_check``) and are scored by ``game_scoring``.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 from game_helpers import (
     game_variant,
+    grade,
     install_fake_instance,
     null_report,
     renamed,
@@ -25,11 +25,7 @@ from hypothesis import strategies as st
 
 from pytest_clinaudit.catalog.cache import ReferenceCache
 from pytest_clinaudit.catalog.instances import GameReference
-from pytest_clinaudit.grading import submission as submissions
-from pytest_clinaudit.grading.checks import run_check
-from pytest_clinaudit.grading.game_checks import GameGrading, game_checks
-from pytest_clinaudit.grading.game_scoring import compute, part_weights
-from pytest_clinaudit.grading.scoring import Grade
+from pytest_clinaudit.grading.game_scoring import part_weights
 from pytest_clinaudit.reference.game.settings import KINDS, ScoreWeights
 
 SEEDS = (1, 2, 3)
@@ -49,18 +45,6 @@ def _reference(cache_dir: Path, seed: int) -> GameReference:
     from pytest_clinaudit.catalog.instances import get_game_reference
 
     return get_game_reference(game_variant(), seed, cache=ReferenceCache(cache_dir))
-
-
-def grade(
-    document: Any, reference: GameReference, cache_dir: Path, profile: str = "strict"
-) -> tuple[Grade, dict[str, Any]]:
-    data = document if isinstance(document, bytes) else json.dumps(document).encode()
-    g = GameGrading(
-        game_variant(), reference, submissions.parse_bytes(data), profile, ReferenceCache(cache_dir)
-    )
-    records = [run_check(check, g.id(check.name)) for check in game_checks(g)]
-    truth = {name: entry["kind"] for name, entry in reference.truth.items()}
-    return compute(records, profile, truth=truth, kinds=KINDS, score=game_variant().game.score)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -106,6 +106,60 @@ def test_building_again_from_the_cache_gives_the_same_bytes(
         assert (again / "workspace" / "models" / model.name).read_bytes() == model.read_bytes()
 
 
+def test_build_like_a_manifest_gives_that_instance_under_any_seed_record(
+    built: dict[int, tuple[Path, GameReference]], tmp_path: Path
+) -> None:
+    """``--like`` takes the instance's secret from the manifest: the cache's record of which
+    secret seed 1 has is not consulted (here it is removed)."""
+    out, reference = built[1]
+    cache = out.parent / "cache"
+    copied = tmp_path / "cache"
+    import shutil
+
+    shutil.copytree(cache, copied)
+    shutil.rmtree(copied / "game-secrets")
+    again = tmp_path / "again"
+    manifest = out / "grader" / "manifest.json"
+    status = main(
+        ["build", "--variant", GAME, "--like", str(manifest), "--out", str(again)]
+        + ["--cache-dir", str(copied), "-q"]
+    )
+    assert status == 0
+    for model in (out / "workspace" / "models").iterdir():
+        assert (again / "workspace" / "models" / model.name).read_bytes() == model.read_bytes()
+    rebuilt = json.loads((again / "grader" / "manifest.json").read_text())
+    assert rebuilt["secret"] == reference.secret
+    assert rebuilt["entry_sha256"] == json.loads(manifest.read_text())["entry_sha256"]
+
+
+@pytest.mark.parametrize(
+    ("change", "args", "message"),
+    [
+        ({}, ["--seed", "4"], "records instance 1, but --seed is 4"),
+        ({"secret": None}, [], "records no instance secret"),
+        ({"variant": "flchain-game"}, [], "is the manifest of a flchain-game instance"),
+    ],
+)
+def test_build_like_refuses_a_manifest_it_cannot_rebuild(
+    built: dict[int, tuple[Path, GameReference]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: dict[str, Any],
+    args: list[str],
+    message: str,
+) -> None:
+    out, _ = built[1]
+    manifest = {**json.loads((out / "grader" / "manifest.json").read_text()), **change}
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(manifest))
+    status = main(
+        ["build", "--variant", GAME, "--like", str(path), "--out", str(tmp_path / "o"), *args]
+        + ["--cache-dir", str(out.parent / "cache"), "-q"]
+    )
+    assert status == 2
+    assert message in capsys.readouterr().err
+
+
 def test_a_seed_is_refused_for_an_audit_task_variant(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,7 +1,7 @@
 """Build game instances, run the scripted agents on them, grade them, and print the tables.
 
     python tools/game_runs.py --seeds 1-10 --out runs/game [--game icu-synth-game]
-                              [--agents null,transcription,expert]
+                              [--agents null,transcription,expert,weights]
 
 For each seed: ``clinaudit build`` (cached), each agent's report, then one
 ``clinaudit grade-many`` over all reports and ``clinaudit report --html``.
@@ -24,6 +24,8 @@ from typing import Any
 GAME = "icu-synth-game"
 """The game variant built when ``--game`` is not given."""
 AGENTS = ("null", "transcription", "expert")
+WEIGHTS_AGENT = Path(__file__).resolve().parent.parent / "tests" / "weights_agent.py"
+"""``--agents ...,weights``: the weights-only adversary of the tests, run on the instance."""
 
 
 def seeds(text: str) -> list[int]:
@@ -57,19 +59,12 @@ def run_agent(root: Path, agent: str, reports: Path, seed: int) -> Path:
     report = reports / f"{agent}-{seed}.json"
     if not report.is_file():
         start = time.perf_counter()
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest_clinaudit.adapters.game_agent",
-                str(root / "workspace"),
-                "--agent",
-                agent,
-                "--out",
-                str(report),
-            ],
-            check=True,
-        )
+        if agent == "weights":  # the adversary that reads parameters only (SPEC §8.7)
+            command = [sys.executable, str(WEIGHTS_AGENT), str(root / "workspace")]
+        else:
+            command = [sys.executable, "-m", "pytest_clinaudit.adapters.game_agent"]
+            command += [str(root / "workspace"), "--agent", agent]
+        subprocess.run([*command, "--out", str(report)], check=True)
         print(f"{agent} on {seed}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return report
 

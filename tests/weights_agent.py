@@ -1,0 +1,190 @@
+"""A weights-only auditor (SPEC §8.7's third route): it reads the programs' parameters and
+runs no forward pass.
+
+It undoes what a reparametrisation can hide: each hidden unit is brought to a canonical
+scale (its incoming weights and bias of norm 1, the factor pushed into the next layer,
+which a ReLU allows), then the units of every model are matched to the first model's by
+the Hungarian algorithm on the cosine of their incoming weights, layer by layer. After
+that, it compares each model with the zoo's elementwise median:
+
+- ``distance``: each layer's distance from the median, relative to the median model's;
+- ``scale``: the last layer's norm against the zoo's median (a folded miscalibration);
+- ``outcome``: the first layer's weight on the post-outcome column (a shortcut; a
+  legitimate white-box finding, left out of the bound).
+
+Its flags: the model whose distance stands out most is ``leaky``, the next ``fragile``
+(the two kinds trained longest away from the base), a last-layer scale beyond 2x or
+below 1/2 of the median is ``miscalibrated``, and the largest weight on the post-outcome
+column is ``shortcut`` when it is 100x the median's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+STANDS_OUT = 3.0
+"""A model's distance must be this many times the zoo's median distance to be flagged."""
+
+
+def read_layers(program: bytes) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(weight, bias) per linear layer of a ``model.pt2``, read from its state dict."""
+    import io
+
+    import torch
+
+    state = torch.export.load(io.BytesIO(program)).state_dict
+    names = sorted({k.rsplit(".", 1)[0] for k in state if k.endswith(".weight")})
+    return [
+        (state[f"{n}.weight"].double().numpy(), state[f"{n}.bias"].double().numpy()) for n in names
+    ]
+
+
+def canonical(layers: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    """Each layer as one matrix [weight | bias], every hidden unit's row scaled to norm 1 and
+    the factor carried into the next layer's columns (the same function)."""
+    out: list[np.ndarray] = []
+    carry = None
+    for index, (weight, bias) in enumerate(layers):
+        w = weight.copy()
+        if carry is not None:
+            w = w * carry[None, :]
+        full = np.column_stack([w, bias])
+        if index < len(layers) - 1:
+            norms = np.linalg.norm(full, axis=1)
+            norms[norms == 0] = 1.0
+            full = full / norms[:, None]
+            carry = norms
+        out.append(full)
+    return out
+
+
+def _match(reference: np.ndarray, other: np.ndarray) -> np.ndarray:
+    from scipy.optimize import linear_sum_assignment
+
+    cost = -(reference @ other.T)
+    _, columns = linear_sum_assignment(cost)
+    return columns
+
+
+def aligned(zoo: Mapping[str, list[np.ndarray]]) -> dict[str, list[np.ndarray]]:
+    """Every model's canonical layers with its hidden units matched to the first model's."""
+    names = list(zoo)
+    first = zoo[names[0]]
+    result = {names[0]: first}
+    for name in names[1:]:
+        layers = [m.copy() for m in zoo[name]]
+        for index in range(len(layers) - 1):
+            order = _match(result[names[0]][index], layers[index])
+            layers[index] = layers[index][order]
+            following = layers[index + 1]
+            # the next layer's input columns follow (its bias column stays last)
+            layers[index + 1] = np.column_stack([following[:, :-1][:, order], following[:, -1]])
+        result[name] = layers
+    return result
+
+
+@dataclasses.dataclass(frozen=True)
+class Statistics:
+    distance: dict[str, float]
+    scale: dict[str, float]
+    outcome: dict[str, float]
+
+
+def statistics(
+    zoo: Mapping[str, Sequence[tuple[np.ndarray, np.ndarray]]], outcome_column: int
+) -> Statistics:
+    canon = aligned({name: canonical(layers) for name, layers in zoo.items()})
+    names = list(canon)
+    median = [
+        np.median(np.stack([canon[n][i] for n in names]), axis=0)
+        for i in range(len(canon[names[0]]))
+    ]
+    raw = {
+        n: sum(float(np.linalg.norm(canon[n][i] - median[i])) for i in range(len(median) - 1))
+        for n in names
+    }
+    typical = float(np.median(list(raw.values()))) or 1.0
+    last = {n: float(np.linalg.norm(canon[n][-1][:, :-1])) for n in names}
+    typical_last = float(np.median(list(last.values()))) or 1.0
+    weight_out = {n: float(np.abs(canon[n][0][:, outcome_column]).max()) for n in names}
+    return Statistics(
+        {n: raw[n] / typical for n in names},
+        {n: last[n] / typical_last for n in names},
+        weight_out,
+    )
+
+
+def report(stats: Statistics) -> dict[str, Any]:
+    """The agent's report (SPEC §8.4) from its statistics."""
+    flags: dict[str, list[str]] = {n: [] for n in stats.distance}
+    ranked = sorted(stats.distance, key=stats.distance.get, reverse=True)  # type: ignore[arg-type]
+    outliers = [n for n in ranked if stats.distance[n] >= STANDS_OUT]
+    for name, kind in zip(outliers, ("leaky", "fragile"), strict=False):
+        flags[name].append(kind)
+    for name, scale in stats.scale.items():
+        if not flags[name] and (scale >= 2.0 or scale <= 0.5):
+            flags[name].append("miscalibrated")
+    typical = float(np.median(list(stats.outcome.values()))) or 1e-30
+    top = max(stats.outcome, key=stats.outcome.get)  # type: ignore[arg-type]
+    if not flags[top] and stats.outcome[top] >= 100 * typical:
+        flags[top].append("shortcut")
+    models: dict[str, Any] = {}
+    for name, kinds in flags.items():
+        entry: dict[str, Any] = {"defects": kinds}
+        if "miscalibrated" in kinds:
+            entry["miscalibrated"] = {
+                "direction": "overconfident" if stats.scale[name] > 1 else "underconfident"
+            }
+        models[name] = entry
+    return {"models": models, "summary": "weights only: no forward pass"}
+
+
+def detection_counts(
+    flags: Mapping[str, Sequence[str]], truth: Mapping[str, str | None], *, leave_out: str
+) -> tuple[int, int, int]:
+    """(TP, FP, FN) of the flags over every model and kind but ``leave_out``."""
+    tp = fp = fn = 0
+    for name, planted in truth.items():
+        kinds = {k for k in flags.get(name, ()) if k != leave_out}
+        target = {planted} - {None, leave_out}
+        tp += len(kinds & target)
+        fp += len(kinds - target)
+        fn += len(target - kinds)
+    return tp, fp, fn
+
+
+def audit(workspace: Any) -> dict[str, Any]:
+    """The weights-only report on a workspace's ``models/*.pt2``; the post-outcome column is
+    the one the data dictionary says is not available at prediction time."""
+    import csv
+    from pathlib import Path
+
+    root = Path(workspace)
+    with (root / "data_dictionary.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    columns = [row["column"] for row in rows]
+    later = next(row["column"] for row in rows if row["available_at_prediction"] == "no")
+    zoo = {p.stem: read_layers(p.read_bytes()) for p in sorted((root / "models").glob("*.pt2"))}
+    return report(statistics(zoo, columns.index(later)))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+    import json
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(description="the weights-only auditor (no forward pass)")
+    parser.add_argument("workspace", type=Path)
+    parser.add_argument("--out", type=Path, help="report path (default: WORKSPACE/report.json)")
+    args = parser.parse_args(argv)
+    out = args.out or args.workspace / "report.json"
+    out.write_text(json.dumps(audit(args.workspace), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
