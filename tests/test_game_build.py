@@ -19,7 +19,7 @@ from nn_helpers import NEEDS_SKSURV
 
 from pytest_clinaudit.catalog.cache import ReferenceCache
 from pytest_clinaudit.catalog.games import GameVariant
-from pytest_clinaudit.catalog.instances import get_game_reference, programs
+from pytest_clinaudit.catalog.instances import GameReference, get_game_reference, programs
 from pytest_clinaudit.reference.game.draw import draw_plan
 from pytest_clinaudit.reference.game.network import Weights, program_signature
 from pytest_clinaudit.reference.game.verdicts import judge
@@ -48,6 +48,14 @@ def instance(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 def _manifest(root: Path) -> dict[str, Any]:
     manifest: dict[str, Any] = json.loads((root / "grader" / "manifest.json").read_text())
     return manifest
+
+
+def _reference(root: Path, cache: ReferenceCache) -> GameReference:
+    """The instance as a grader holding its manifest reads it: by its seed and secret."""
+    manifest = _manifest(root)
+    return get_game_reference(
+        _variant(root), manifest["seed"], secret=manifest["secret"], cache=cache
+    )
 
 
 def _variant(root: Path) -> GameVariant:
@@ -107,7 +115,7 @@ def test_the_numpy_twin_computes_the_programs_logits(instance: Path) -> None:
 
     variant = _variant(instance)
     cache = ReferenceCache(built_cache_dir_for(instance))
-    reference = get_game_reference(variant, _manifest(instance)["seed"], cache=cache)
+    reference = _reference(instance, cache)
     header = (instance / "workspace" / "test.csv").read_text().splitlines()[0].split(",")
     # An empty cell (a missing value) reads as NaN, which the programs and twins take.
     table = np.genfromtxt(instance / "workspace" / "test.csv", delimiter=",", skip_header=1)
@@ -124,11 +132,8 @@ def built_cache_dir_for(instance: Path) -> Path:
 
 
 def test_programs_exported_again_from_the_cache_are_the_workspaces_bytes(instance: Path) -> None:
-    seed = _manifest(instance)["seed"]
     variant = _variant(instance)
-    reference = get_game_reference(
-        variant, seed, cache=ReferenceCache(built_cache_dir_for(instance))
-    )
+    reference = _reference(instance, ReferenceCache(built_cache_dir_for(instance)))
     made = programs(reference, variant.game.network.hidden)
     for name, data in made.items():
         on_disk = (instance / "workspace" / "models" / f"{name}.pt2").read_bytes()
@@ -172,9 +177,7 @@ def test_the_truth_report_scores_one_on_a_built_instance(
 ) -> None:
     manifest = _manifest(instance)
     variant = _variant(instance)
-    reference = get_game_reference(
-        variant, manifest["seed"], cache=ReferenceCache(built_cache_dir_for(instance))
-    )
+    reference = _reference(instance, ReferenceCache(built_cache_dir_for(instance)))
     report = pytester.path / "report.json"
     report.write_text(json.dumps(truth_report(reference, trigger=_trigger(manifest))))
     result = pytester.runpytest_subprocess(
@@ -202,3 +205,30 @@ def _trigger(manifest: dict[str, Any]) -> float:
 
 def test_the_cache_directory_is_the_helpers(tmp_path_factory: pytest.TempPathFactory) -> None:
     assert built_cache_dir(tmp_path_factory).name == "clinaudit-game-cache"
+
+
+def test_build_like_its_manifest_rebuilds_the_instance_byte_for_byte(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """An instance rebuilt from its grader's manifest alone, without any cache (SPEC §8.7):
+    every file of the workspace has the same bytes, and the manifests differ only in when
+    they were written and how long the builds took."""
+    from pytest_clinaudit.cli import main
+
+    first = built_workspace(tmp_path_factory, 1)
+    again = tmp_path / "again"
+    manifest = first / "grader" / "manifest.json"
+    build = ["build", "--variant", GAME, "--no-cache", "-q"]
+    assert main([*build, "--like", str(manifest), "--out", str(again)]) == 0
+    files = sorted(p.relative_to(first) for p in (first / "workspace").rglob("*") if p.is_file())
+    assert files == sorted(
+        p.relative_to(again) for p in (again / "workspace").rglob("*") if p.is_file()
+    )
+    for name in files:
+        assert (again / name).read_bytes() == (first / name).read_bytes(), name
+    volatile = {"created", "seconds"}
+    before, after = (
+        {k: v for k, v in json.loads(m.read_text()).items() if k not in volatile}
+        for m in (manifest, again / "grader" / "manifest.json")
+    )
+    assert after == before

@@ -118,3 +118,19 @@ def test_a_damaged_secret_record_is_a_new_instance_not_a_crash(tmp_path: object)
     again = instance_secret(icu, 5, cache)
     assert check_secret(again) == again
     assert again != first
+
+
+def test_a_given_secret_names_the_seed_only_where_nothing_was_built_under_it(
+    tmp_path: object,
+) -> None:
+    """A build from a manifest's secret (``--like``) records it for its seed when the cache has
+    no instance of that seed yet, so a bare ``--seed`` lookup meets it; an earlier record is
+    kept, and the given secret is still the one built."""
+    cache = ReferenceCache(tmp_path)  # type: ignore[arg-type]
+    icu = game_variant(GAME)
+    given = secret_for(8)
+    assert instance_secret(icu, 8, cache, given=given) == given
+    assert instance_secret(icu, 8, cache) == given
+    first = instance_secret(icu, 9, cache)
+    assert instance_secret(icu, 9, cache, given=given) == given
+    assert instance_secret(icu, 9, cache) == first

@@ -39,7 +39,11 @@ def read_layers(program: bytes) -> list[tuple[np.ndarray, np.ndarray]]:
     state = torch.export.load(io.BytesIO(program)).state_dict
     names = sorted({k.rsplit(".", 1)[0] for k in state if k.endswith(".weight")})
     return [
-        (state[f"{n}.weight"].double().numpy(), state[f"{n}.bias"].double().numpy()) for n in names
+        (
+            state[f"{n}.weight"].detach().double().numpy(),
+            state[f"{n}.bias"].detach().double().numpy(),
+        )
+        for n in names
     ]
 
 

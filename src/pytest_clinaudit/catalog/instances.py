@@ -148,10 +148,15 @@ def _secret_key(variant: GameVariant, seed: int) -> str:
     return cache_key({"kind": "game-secret", "variant": variant.name, "seed": seed})
 
 
-def instance_secret(variant: GameVariant, seed: int, cache: ReferenceCache) -> str:
+def instance_secret(
+    variant: GameVariant, seed: int, cache: ReferenceCache, *, given: str | None = None
+) -> str:
     """The secret of ``variant``'s instance ``seed`` in this cache: the one recorded when it
-    was first built here, or a fresh one from the operating system, recorded now (without a
-    cache directory, a fresh one every call)."""
+    was first built here, or else ``given`` (a manifest's) or a fresh one from the operating
+    system, recorded now (without a cache directory, ``given`` or a fresh one every call).
+
+    With ``given``, ``given`` is returned: a manifest names its own instance, and the record
+    only says which instance the bare seed names here (the first one built)."""
     from pytest_clinaudit.reference.game.draw import check_secret, new_secret
 
     key = _secret_key(variant, seed)
@@ -167,18 +172,18 @@ def instance_secret(variant: GameVariant, seed: int, cache: ReferenceCache) -> s
 
     found = recorded()
     if found is not None:
-        return found
+        return found if given is None else given
     with cache.lock(key):
         found = recorded()
         if found is None:
-            found = new_secret()
+            found = new_secret() if given is None else check_secret(given)
             cache.put(
                 "game-secrets",
                 key,
                 {"secret": found},
                 payload={"variant": variant.name, "seed": seed},
             )
-    return found
+    return found if given is None else given
 
 
 def _truth(instance: Instance) -> dict[str, dict[str, Any]]:
@@ -300,7 +305,7 @@ def build_game_reference(
 
     require_torch(variant)
     context = context or variant.context
-    secret = secret if secret is not None else instance_secret(variant, seed, cache)
+    secret = instance_secret(variant, seed, cache, given=secret)
     libraries = instance_libraries()
     progress(f"{variant.name}: loading data ({type(variant.dataset).__name__})")
     data = variant.dataset.load(context)
