@@ -215,6 +215,23 @@ def test_the_default_sandbox_is_docker_with_the_shipped_compose_file_pinned_to_t
     )
     assert compose.parent.parent == _only_directory(tmp_path / "work")
     assert stat.S_IMODE(compose.parent.parent.stat().st_mode) == 0o700
+    assert "network_mode: none\n" in compose.read_text()
+
+
+def test_a_network_and_another_provider_are_asked_for_by_task_arguments(tmp_path: Path) -> None:
+    task = clinical_security_audit(
+        variants="wdbc-baseline", workdir=str(tmp_path / "work"), network="true"
+    )
+    assert task.sandbox is not None
+    assert "network_mode: bridge\n" in Path(str(task.sandbox.config)).read_text()
+    task = clinical_security_audit(
+        variants="wdbc-baseline",
+        workdir=str(tmp_path / "work"),
+        sandbox_type="k8s",
+        sandbox_config="values.yaml",
+    )
+    assert task.sandbox is not None
+    assert (task.sandbox.type, task.sandbox.config) == ("k8s", "values.yaml")
 
 
 REFUSAL = (
