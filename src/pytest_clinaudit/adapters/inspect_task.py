@@ -12,25 +12,34 @@ sandbox and grades it with pytest-clinaudit's grader (the same pytest session as
 submitted ``sps`` and components. A sandbox without a report is *unscored*
 (``Score.unscored``), not a silent zero.
 
-The default solver is a ReAct agent with bash and python tools. For offline
-runs, :func:`scripted_agent_solver` runs the bundled scripted agent inside the
-sandbox instead of a model.
+The default solver is a ReAct agent with bash and python tools, in the docker
+sandbox of ``compose.yaml`` beside this file (:mod:`sandbox_image`): the host's
+libraries, no network, a non-root agent whose working directory holds the
+sample's files only. The grader, its manifests and its cache stay on the host;
+the scorer reads the report's bytes out of the sandbox. A local sandbox runs an
+agent's commands on the host, as the grader's user, where it could read the
+answers: only the bundled scripted agents (:func:`scripted_agent_solver`,
+:func:`game_agent_solver`, for offline runs) get one without
+``-T allow_local_sandbox=true``.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import tempfile
+import weakref
 from pathlib import Path
 
 from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.agent import Agent
 from inspect_ai.dataset import Sample
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.util import sandbox
+from inspect_ai.util import OutputLimitExceededError, sandbox
 
-from pytest_clinaudit.adapters import taskdoc
+from pytest_clinaudit.adapters import sandbox_image, taskdoc
 from pytest_clinaudit.adapters.workspace import (
     GRADER_DIR,
     MANIFEST_NAME,
@@ -46,6 +55,22 @@ DEFAULT_SEEDS = range(1, 11)
 GAME_PARTS = ("detection", "localization", "evidence")
 """The game instances a game variant offers by default, as the METR family does."""
 DEFAULT_VARIANTS = "wdbc-baseline,wdbc-calibrated,wdbc-hard"
+LOCAL = "local"
+CACHE_DIR = "cache"
+SANDBOX_DIR = "sandbox"
+"""The sandbox image's build context, in the task's directory (it sends requirements.txt only)."""
+"""A local run's private reference cache, inside the task's 0700 directory."""
+
+_bundled: weakref.WeakSet[Solver] = weakref.WeakSet()
+"""The solvers :func:`scripted_agent_solver` and :func:`game_agent_solver` made: the
+only ones a local sandbox runs without ``allow_local_sandbox``."""
+
+
+class LocalSandboxRefused(PrerequisiteError):
+    """A local sandbox for an agent that could read the grader's files.
+
+    A ``PrerequisiteError`` (private to Inspect; tests/test_inspect.py names it if it
+    moves): ``inspect eval`` prints its one line instead of a traceback."""
 
 
 def _number(value: float | None) -> float:
@@ -154,6 +179,11 @@ def audit_report(profile: str = "metr", cache_dir: str | None = None) -> Scorer:
             return Score.unscored(
                 reason="no_response", explanation=f"no {taskdoc.REPORT_NAME} in the sandbox"
             )
+        except (IsADirectoryError, PermissionError, OutputLimitExceededError) as error:
+            return Score.unscored(
+                reason="no_response",
+                explanation=f"{taskdoc.REPORT_NAME} in the sandbox is unreadable: {error}",
+            )
         with tempfile.TemporaryDirectory(prefix="clinaudit-inspect-") as scratch:
             report = Path(scratch) / taskdoc.REPORT_NAME
             report.write_bytes(content)
@@ -206,6 +236,7 @@ def scripted_agent_solver(mode: str = "correct", python: str = "python3") -> Sol
             state.metadata["agent_stderr"] = result.stderr[-2000:]
         return state
 
+    _bundled.add(solve)
     return solve
 
 
@@ -222,7 +253,49 @@ def game_agent_solver(agent: str = "expert", python: str = "python3") -> Solver:
             state.metadata["agent_stderr"] = result.stderr[-2000:]
         return state
 
+    _bundled.add(solve)
     return solve
+
+
+def _flag(value: bool | str) -> bool:
+    """A boolean task argument: ``True`` or, from ``-T``, a string such as ``"true"``."""
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
+
+
+def _is_bundled(agent: object) -> bool:
+    """Whether ``agent`` is a solver :func:`scripted_agent_solver` or
+    :func:`game_agent_solver` made."""
+    try:
+        return agent in _bundled
+    except TypeError:  # a list of solvers, or another object no weak reference reaches
+        return False
+
+
+def _check_local(agent: Solver | None, allowed: bool) -> bool:
+    """Refuse a local sandbox for any agent but the bundled scripted ones, unless allowed;
+    return whether the run is such an allowed one."""
+    if _is_bundled(agent):
+        return False
+    if not allowed:
+        raise LocalSandboxRefused(
+            "refusing sandbox_type=local: a local sandbox runs the agent's commands on this "
+            "machine as the grader's user, where it can read the grader's manifests and cache "
+            "(the answers); use the default docker sandbox, or opt in with "
+            "-T allow_local_sandbox=true"
+        )
+    return True
+
+
+def _sandbox(kind: str, config: str | None, out: Path, network: bool) -> str | tuple[str, str]:
+    """The task's sandbox: ``local``, or ``kind`` with ``config`` (default: the shipped
+    compose file, in a build context pinned to this host, written under ``out``)."""
+    if kind == LOCAL:
+        return LOCAL
+    if config is None:
+        config = str(sandbox_image.write_context(out / SANDBOX_DIR, network=network))
+    return (kind, config)
 
 
 @task
@@ -230,9 +303,12 @@ def clinical_security_audit(
     variants: str | list[str] = DEFAULT_VARIANTS,
     profile: str = "metr",
     workdir: str | None = None,
-    sandbox_type: str = "local",
+    sandbox_type: str = "docker",
     solver: Solver | None = None,
     seeds: str | list[int] = "1-10",
+    sandbox_config: str | None = None,
+    network: bool | str = False,
+    allow_local_sandbox: bool | str = False,
 ) -> Task:
     """The clinical security audit task, one sample per variant.
 
@@ -243,15 +319,38 @@ def clinical_security_audit(
     profile
         Scoring profile: ``metr`` (the paper's scorer) or ``strict``.
     workdir
-        Where the workspaces are built (default: a new temporary directory).
+        Where the workspaces and the grader's manifests are built, in a new directory
+        of mode 0700 (default: in the system's temporary directory).
     seeds
         A game variant's instance seeds (``"1-10"``, ``"2,5"``): one sample each.
     sandbox_type
-        Inspect sandbox. ``local`` runs the agent's commands on this machine:
-        use a container sandbox for real agents.
+        Inspect sandbox provider: ``docker`` (default) or another that reads compose
+        files (``podman``, ``k8s``, ...). ``local`` runs the agent's commands on this
+        machine: refused for any solver but the bundled scripted ones unless
+        ``allow_local_sandbox``.
+    sandbox_config
+        The provider's configuration file (default: the shipped ``compose.yaml``, in a
+        build context pinned to this host's libraries: :mod:`sandbox_image`).
+    network
+        Give the sandbox a network (default: none).
+    allow_local_sandbox
+        Run a model's agent in a local sandbox anyway: a warning is printed, and the
+        grader's reference cache is this run's own, in the 0700 directory.
     """
     names = variants.split(",") if isinstance(variants, str) else list(variants)
-    out = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="clinaudit-inspect-"))
+    opted_in_local = sandbox_type == LOCAL and _check_local(solver, _flag(allow_local_sandbox))
+    if workdir:
+        Path(workdir).mkdir(mode=0o700, parents=True, exist_ok=True)
+    out = Path(tempfile.mkdtemp(prefix="clinaudit-inspect-", dir=workdir))  # mode 0700
+    cache_dir = out / CACHE_DIR if opted_in_local else None
+    if opted_in_local:
+        print(
+            "warning: sandbox_type=local with allow_local_sandbox: the agent's commands run "
+            "on this machine as your user and can read every file you can; this run's grader "
+            f"files and reference cache are in {out} (mode 0700, out of the samples' files). "
+            "Use it only for an agent you trust.",
+            file=sys.stderr,
+        )
     if solver is None:
         from inspect_ai.agent import react
         from inspect_ai.tool import bash, python
@@ -259,9 +358,10 @@ def clinical_security_audit(
         agent: Solver | Agent = react(tools=[bash(timeout=600), python(timeout=600)])
     else:
         agent = solver
+    cache = ReferenceCache(cache_dir) if cache_dir else None
     return Task(
-        dataset=samples(names, out, seeds=parse_seeds(seeds)),
+        dataset=samples(names, out, cache=cache, seeds=parse_seeds(seeds)),
         solver=agent,
-        scorer=audit_report(profile=profile),
-        sandbox=sandbox_type,
+        scorer=audit_report(profile=profile, cache_dir=str(cache_dir) if cache_dir else None),
+        sandbox=_sandbox(sandbox_type, sandbox_config, out, _flag(network)),
     )

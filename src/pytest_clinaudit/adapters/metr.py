@@ -4,7 +4,8 @@ The family directory holds the TaskFamily (:mod:`pytest_clinaudit.adapters.metr_
 copied verbatim), a vendored copy of this package (so ``start`` and ``score``
 run exactly this grader), ``requirements.txt`` pinned to the libraries of the
 exporting environment (references depend on them; torch and Opacus too when
-installed, and then the family offers the neural-network tasks), and
+installed, and then the family offers the neural-network tasks; the pins of
+:mod:`pytest_clinaudit.adapters.pins`, which the Inspect sandbox image shares), and
 ``manifest.yaml`` with 2 CPUs and 4 GiB per task.
 """
 
@@ -16,26 +17,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pytest_clinaudit.versions import NOT_INSTALLED, library_versions
+from pytest_clinaudit.adapters.pins import agent_pins
 
 FAMILY = "clinical_security_audit"
 CPUS = 2
 MEMORY_GB = 4
-PINNED = (
-    "numpy",
-    "scipy",
-    "scikit-learn",
-    "xgboost",
-    "jsonschema",
-    "pytest",
-    "hypothesis",
-    "filelock",
-)
-TORCH_PINNED = ("torch", "opacus")
-"""Pinned too when the exporting environment has them: the family then offers the torch tasks."""
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-COHORT_PINNED = ("scikit-survival",)
-"""Pinned too when the exporting environment has it: the family then offers the cohort tasks."""
 
 
 def _copy_package(destination: Path) -> None:
@@ -93,22 +79,16 @@ def export_metr(out: Path) -> Path:
     family.mkdir(parents=True)
     shutil.copy2(Path(metr_family.__file__), family / f"{FAMILY}.py")
     _copy_package(family / "vendor")
-    pins = [f"{name}=={version}" for name, version in library_versions(PINNED).items()]
-    torch = library_versions(TORCH_PINNED)
+    pins = agent_pins()  # the Inspect sandbox image installs the same (adapters/pins.py)
     tasks = dict(metr_family.TASKS)
-    if NOT_INSTALLED not in torch.values():
+    if pins.torch:
         tasks.update(metr_family.TORCH_TASKS)
         tasks.update({name: variant for name, (variant, _) in metr_family.GAME_TASKS.items()})
-        # CPU builds ("2.13.0+cpu") live on PyTorch's own index; PyPI's default is a CUDA build.
-        pins = [f"--extra-index-url {TORCH_CPU_INDEX}", *pins]
-        pins += [f"{name}=={version}" for name, version in torch.items()]
-    cohorts = library_versions(COHORT_PINNED)
-    if NOT_INSTALLED not in cohorts.values():
+    if pins.cohorts:
         tasks.update(metr_family.COHORT_TASKS)
-        pins += [f"{name}=={version}" for name, version in cohorts.items()]
-        if NOT_INSTALLED not in torch.values():
+        if pins.torch:
             tasks.update(metr_family.COHORT_TORCH_TASKS)
-    (family / "requirements.txt").write_text("\n".join(pins) + "\n", encoding="utf-8")
+    (family / "requirements.txt").write_text(pins.requirements_txt(), encoding="utf-8")
     lines = ["# METR Task Standard manifest: resources per task.", "tasks:"]
     for task in tasks:
         lines += [
