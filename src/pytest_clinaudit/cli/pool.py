@@ -1,0 +1,195 @@
+"""``clinaudit pool build``: many game instances, one Dask task each (docs/pool.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_clinaudit.catalog.variants import VariantError
+from pytest_clinaudit.cli.common import (
+    EXIT_USAGE,
+    add_common_options,
+    cache_from,
+    catalog_from,
+    positive_int,
+    positive_seconds,
+)
+
+
+def register(sub: Any) -> None:
+    from pytest_clinaudit.pool.cluster import CAPABILITIES, CONNECT_TIMEOUT, DEFAULT_CAPABILITY
+
+    pool = sub.add_parser(
+        "pool",
+        help="pools of game instances on a Dask cluster",
+        description="Build many instances of a game on a Dask cluster (docs/pool.md).",
+    )
+    commands = pool.add_subparsers(dest="pool_command", required=True, metavar="COMMAND")
+    build = commands.add_parser(
+        "build",
+        help="build instances of a game, one Dask task each",
+        description="Build instances --seeds of a game into POOL/<variant>-<seed>/ (the layout "
+        "of `clinaudit build --out`), each on a Dask worker from its own fresh secret, kept in "
+        "its grader manifest. POOL/journal.jsonl records each instance as it ends, "
+        "POOL/index.json lists them; a rerun skips finished instances. Exit status 0 when "
+        "every instance was built, 1 when some failed, 2 for a bad option or an unusable "
+        "cluster, 130 when interrupted. Needs pytest-clinaudit[cluster].",
+    )
+    add_common_options(build)
+    build.add_argument("--variant", required=True, metavar="NAME", help="a game variant")
+    build.add_argument("--seeds", required=True, metavar="SEEDS", help="e.g. 1-200 or 1,4,7-9")
+    build.add_argument("--out", required=True, type=Path, metavar="POOL", help="pool folder")
+    build.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="a running Dask scheduler (tcp://host:8786); default: an embedded local cluster",
+    )
+    build.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="worker processes of the embedded cluster (default: one per CPU)",
+    )
+    build.add_argument(
+        "--capability",
+        choices=CAPABILITIES,
+        default=None,
+        help="torch CPU kernels every worker builds on (ATEN_CPU_CAPABILITY); default: the "
+        f"pool's recorded one, else {DEFAULT_CAPABILITY}, which every machine has",
+    )
+    build.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="build again the instances an earlier run recorded as failed",
+    )
+    build.add_argument(
+        "--connect-timeout",
+        type=positive_seconds,
+        default=CONNECT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up on an unreachable scheduler after this long (default {CONNECT_TIMEOUT:g})",
+    )
+    build.set_defaults(handler=_cmd_pool_build)
+
+
+def _cmd_pool_build(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.pool.cluster import open_client
+    from pytest_clinaudit.pool.task import build_on_worker
+
+    return pool_build(args, build_on_worker, open_client)
+
+
+def _say(quiet: bool) -> Callable[[str], None]:
+    def say(message: str) -> None:
+        if not quiet:
+            print(f"clinaudit pool: {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
+def pool_build(args: argparse.Namespace, builder: Callable[..., Any], opener: Any) -> int:
+    """``pool build`` with ``builder`` as the task and ``opener`` as :func:`open_client`
+    (tests pass a fast fake builder through this same path)."""
+    from pytest_clinaudit.catalog.games import GameVariant
+    from pytest_clinaudit.catalog.instances import instance_libraries, instance_secret
+    from pytest_clinaudit.pool.cluster import DEFAULT_CAPABILITY, ClusterError, check_workers
+    from pytest_clinaudit.pool.layout import PoolDir, PoolError, parse_seeds
+    from pytest_clinaudit.pool.progress import PoolProgress
+    from pytest_clinaudit.pool.run import build_pool
+    from pytest_clinaudit.pool.task import BuildSpec
+
+    say = _say(args.quiet)
+    pool = PoolDir(args.out)
+    try:
+        seeds = parse_seeds(args.seeds)
+        variant = catalog_from(args).find(args.variant)
+        if not isinstance(variant, GameVariant):
+            raise VariantError(f"{variant.name} is not a game: a pool holds game instances")
+        libraries = instance_libraries()
+        index = pool.read_index()
+        capability = args.capability or (index or {}).get("capability") or DEFAULT_CAPABILITY
+        pool.check_compatible(capability, libraries)
+        pool.prepare()
+    except (VariantError, PoolError) as exc:
+        print(f"clinaudit pool build: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    names = {seed: f"{variant.name}-{seed}" for seed in seeds}
+    finished, failed = pool.finished(), pool.failed()
+    todo = [
+        seed
+        for seed in seeds
+        if names[seed] not in finished and (args.retry_failed or names[seed] not in failed)
+    ]
+    skipped_failed = [n for n in names.values() if n in failed and not args.retry_failed]
+    if finished & set(names.values()):
+        say(f"{len(finished & set(names.values()))} instance(s) already built in {args.out}")
+    if skipped_failed:
+        say(
+            f"{len(skipped_failed)} instance(s) failed before and are left so "
+            f"(--retry-failed builds them again): {', '.join(skipped_failed[:5])}"
+        )
+    if not todo:
+        pool.write_index(capability, libraries)
+        say("nothing to build")
+        return 1 if skipped_failed else 0
+    cache = cache_from(args)
+    # Each instance's secret is drawn here, once, as `clinaudit build` draws it (kept in this
+    # machine's cache): a task rerun on another worker builds the same instance.
+    specs = [
+        BuildSpec(
+            variant=variant.name,
+            seed=seed,
+            secret=instance_secret(variant, seed, cache),
+            capability=capability,
+            libraries=libraries,
+            variants_dirs=tuple(str(d.absolute()) for d in args.variants_dir or ()),
+            cache_dir=None if args.cache_dir is None else str(args.cache_dir.absolute()),
+            no_cache=args.no_cache,
+            mimic_dir=None if args.mimic_dir is None else str(args.mimic_dir.absolute()),
+        )
+        for seed in todo
+    ]
+    try:
+        with opener(
+            args.scheduler,
+            workers=args.workers,
+            capability=capability,
+            timeout=args.connect_timeout,
+        ) as (client, dashboard):
+            workers = check_workers(
+                client, libraries, capability=capability, timeout=args.connect_timeout
+            )
+            where = args.scheduler or "an embedded local cluster"
+            say(
+                f"building {len(specs)} instance(s) on {workers} worker(s) of {where}, "
+                f"torch kernels {capability}"
+            )
+            say(
+                f"dashboard: {dashboard}"
+                if dashboard
+                else "no dashboard (Dask's needs bokeh: pip install 'bokeh>=3.1')"
+            )
+            progress = None if args.quiet else PoolProgress(len(specs))
+            executor = client.get_executor(pure=False)
+            result = build_pool(specs, pool, executor, builder, progress=progress)
+    except ClusterError as exc:
+        print(f"clinaudit pool build: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        pool.write_index(capability, libraries)
+        pool.tidy()
+    if result.interrupted:
+        say(f"interrupted: {len(result.finished)} built now; rerun the same command to resume")
+    print(
+        f"{args.out}: {len(pool.finished())} instance(s) built, {len(pool.failed())} failed "
+        f"(journal {pool.journal_path}, index {pool.index_path}); {len(result.finished)} "
+        f"built now in {result.seconds:.0f} s"
+    )
+    for name, reason in sorted(result.failed.items()):
+        print(f"  {name}: {reason}")
+    if result.interrupted:
+        return result.exit_status
+    return 1 if result.failed or skipped_failed else 0
