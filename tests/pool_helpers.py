@@ -94,6 +94,9 @@ class FakeClient:
         self.facts = facts
         self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=2)
         self.submitted = 0
+        """Tasks submitted through ``get_executor()`` (builds, agents)."""
+        self.sessions = 0
+        """Tasks submitted through ``submit`` (grading sessions)."""
 
     def wait_for_workers(self, n: int, timeout: float) -> None:
         pass
@@ -104,6 +107,13 @@ class FakeClient:
         # This process's answer, on the pool's kernels as a pinned worker's would be.
         return {"inproc://fake-worker": {**function(*args), "capability": "default"}}
 
+    def nthreads(self) -> dict[str, int]:
+        return {"inproc://fake-worker": 2}
+
+    def submit(self, fn: Any, /, *args: Any, pure: bool = True) -> Any:
+        self.sessions += 1
+        return self.executor.submit(fn, *args)
+
     def get_executor(self, **_: Any) -> concurrent.futures.Executor:
         client = self
 
@@ -113,6 +123,15 @@ class FakeClient:
                 return client.executor.submit(fn, *args, **kwargs)
 
         return Counting(max_workers=1)
+
+
+def fake_agent(workspace: str, agent: str) -> str:
+    """A report in no time: every model sound (as the null agent says), named from the
+    instance's grader manifest (a real agent reads task.md)."""
+    if agent == "expert":
+        raise RuntimeError("the expert gave up")
+    manifest = json.loads((Path(workspace).parent / "grader" / "manifest.json").read_text())
+    return json.dumps({"models": {name: {"defects": []} for name in manifest["programs"]}})
 
 
 def fake_opener(client: FakeClient) -> Any:

@@ -325,3 +325,69 @@ def test_nothing_imports_dask_unless_a_command_asks_for_a_cluster() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_pool_run_runs_the_agents_grades_them_on_the_cluster_and_writes_the_tables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from game_helpers import fake_manifest, install_fake_instance
+    from pool_helpers import fake_agent
+
+    from pytest_clinaudit.cli.pool import pool_run
+
+    cache, pool = tmp_path / "cache", PoolDir(tmp_path / "pool")
+    pool.prepare()
+    for seed in (1, 2):
+        reference = install_fake_instance(cache, seed)
+        name = f"{GAME}-{seed}"
+        pool.write_instance(
+            name,
+            {
+                "grader/manifest.json": json.dumps(fake_manifest(reference)).encode(),
+                "workspace/task.md": b"# task\n",
+            },
+        )
+        pool.append({"instance": name, "variant": GAME, "seed": seed, "status": "finished"})
+    pool.write_index("default", instance_libraries())
+    from pytest_clinaudit.cli import build_parser
+
+    argv = ["pool", "run", str(pool.root), "--agents", "null,expert", "--cache-dir", str(cache)]
+    client = FakeClient()
+    status = pool_run(build_parser().parse_args([*argv, "-q"]), fake_agent, fake_opener(client))
+    out = pool.root / "runs"
+    assert status == 1  # the expert failed on both instances, and says so
+    stdout = capsys.readouterr().out
+    assert f"  expert on {GAME}-1: RuntimeError: the expert gave up" in stdout
+    assert sorted(p.name for p in (out / "reports").iterdir()) == [
+        f"null-{GAME}-1.json",
+        f"null-{GAME}-2.json",
+    ]
+    records = [
+        json.loads(line) for line in (out / "graded" / "runs.jsonl").read_text().splitlines()
+    ]
+    assert [(r["meta"]["agent"], r["meta"]["run"], r["score"]) for r in records] == [
+        ("null", "1", 0.0),
+        ("null", "2", 0.0),
+    ]
+    assert (out / "report" / "report.md").is_file()
+    assert client.sessions == 2  # each graded by a task on the cluster
+    # A rerun keeps every report (grade-many grades game rows again: it resumes audit rows).
+    client = FakeClient()
+    rerun = build_parser().parse_args([*argv, "--agents", "null", "-q"])
+    assert pool_run(rerun, fake_agent, fake_opener(client)) == 0
+    assert client.submitted == 0
+
+
+def test_dask_is_the_optional_cluster_extra_and_the_tests_install_it() -> None:
+    """.ci/run installs '.[dev]', which takes '[test]': the slow cluster tests need Dask."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    from grading_helpers import REPO
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert "dask[distributed]>=2024.1" in extras["cluster"]
+    assert not any("dask" in d or "distributed" in d for d in project["dependencies"])
+    assert "cluster" in extras["test"][0].split("[")[1]

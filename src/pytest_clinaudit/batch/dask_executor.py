@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from pytest_clinaudit.batch.executor import Session, session_environment
 from pytest_clinaudit.grading.runner import Finished, run_session
@@ -39,25 +40,32 @@ def run_on_worker(args: Sequence[str], timeout: float) -> Finished:
 
 
 class DaskExecutor:
-    """Runs each session as a Dask task; :meth:`run` may be called from many threads."""
+    """Runs each session as a Dask task on ``client``'s cluster; :meth:`run` may be called
+    from many threads. :meth:`close` closes the client only if :meth:`connect` opened it."""
 
     name = "dask"
 
-    def __init__(self, scheduler: str, *, timeout: float) -> None:
-        from pytest_clinaudit.pool.cluster import check_workers, open_client
-        from pytest_clinaudit.versions import library_versions
-
+    def __init__(self, client: Any, dashboard: str | None = None) -> None:
+        self.client = client
+        self.dashboard = dashboard
+        self.slots = max(1, sum(client.nthreads().values()))
         self._stack = contextlib.ExitStack()
+
+    @classmethod
+    def connect(cls, scheduler: str, *, timeout: float) -> DaskExecutor:
+        """Connect to ``scheduler`` and check its workers (``ClusterError``: one line)."""
+        from pytest_clinaudit.pool.cluster import check_workers, open_client
+
+        stack = contextlib.ExitStack()
         try:
-            self.client, self.dashboard = self._stack.enter_context(
-                open_client(scheduler, timeout=timeout)
-            )
-            here = library_versions(GRADING_WORKER_LIBRARIES[1:], python=True)
-            check_workers(self.client, here, capability=None, timeout=timeout)
-            self.slots = max(1, sum(self.client.nthreads().values()))
+            client, dashboard = stack.enter_context(open_client(scheduler, timeout=timeout))
+            check_workers(client, grading_libraries(), capability=None, timeout=timeout)
+            executor = cls(client, dashboard)
         except BaseException:
-            self._stack.close()
+            stack.close()
             raise
+        executor._stack = stack
+        return executor
 
     def run(self, session: Session) -> Finished:
         start = time.perf_counter()
@@ -71,3 +79,10 @@ class DaskExecutor:
 
     def close(self) -> None:
         self._stack.close()
+
+
+def grading_libraries() -> dict[str, str]:
+    """This machine's versions of :data:`GRADING_WORKER_LIBRARIES`."""
+    from pytest_clinaudit.versions import library_versions
+
+    return library_versions(GRADING_WORKER_LIBRARIES[1:], python=True)

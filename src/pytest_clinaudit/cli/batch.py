@@ -51,7 +51,7 @@ def _cmd_grade_many(args: argparse.Namespace) -> int:
         try:
             from pytest_clinaudit.batch.dask_executor import DaskExecutor
 
-            executor = DaskExecutor(args.scheduler, timeout=args.connect_timeout)
+            executor = DaskExecutor.connect(args.scheduler, timeout=args.connect_timeout)
         except ClusterError as exc:
             print(f"clinaudit grade-many: error: {exc}", file=sys.stderr)
             return EXIT_USAGE

@@ -74,6 +74,45 @@ def register(sub: Any) -> None:
     )
     build.set_defaults(handler=_cmd_pool_build)
 
+    run = commands.add_parser(
+        "run",
+        help="run the bundled agents over a pool, grade them and write the tables",
+        description="Run the bundled agents (null, transcription, expert) on every built "
+        "instance of POOL, one Dask task each, write their reports to OUT/reports, grade them "
+        "with grade-many's sessions on the same cluster (OUT/graded) and write the tables "
+        "(OUT/report). Everything already done is kept: a rerun resumes. Needs "
+        "pytest-clinaudit[cluster]; on a cluster of several machines POOL and OUT must be on a "
+        "filesystem every worker sees.",
+    )
+    run.add_argument("pool", type=Path, metavar="POOL", help="a folder of `pool build`")
+    run.add_argument(
+        "--agents",
+        default="null,transcription,expert",
+        metavar="NAMES",
+        help="comma-separated (default: null,transcription,expert)",
+    )
+    run.add_argument("--out", type=Path, metavar="DIR", help="where to write (default: POOL/runs)")
+    run.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler")
+    run.add_argument("--workers", type=positive_int, metavar="N", help="embedded cluster's workers")
+    run.add_argument(
+        "--profile", default="strict", choices=("strict", "metr"), help="grading profile"
+    )
+    run.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="the graders' cache (default: $CLINAUDIT_CACHE_DIR or ~/.cache/pytest-clinaudit)",
+    )
+    run.add_argument(
+        "--connect-timeout",
+        type=positive_seconds,
+        default=CONNECT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up on an unreachable scheduler after this long (default {CONNECT_TIMEOUT:g})",
+    )
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    run.set_defaults(handler=_cmd_pool_run)
+
 
 def _cmd_pool_build(args: argparse.Namespace) -> int:
     from pytest_clinaudit.pool.cluster import open_client
@@ -193,3 +232,103 @@ def pool_build(args: argparse.Namespace, builder: Callable[..., Any], opener: An
     if result.interrupted:
         return result.exit_status
     return 1 if result.failed or skipped_failed else 0
+
+
+def _cmd_pool_run(args: argparse.Namespace) -> int:
+    from pytest_clinaudit.pool.agents import run_agent_task
+    from pytest_clinaudit.pool.cluster import open_client
+
+    return pool_run(args, run_agent_task, open_client)
+
+
+def pool_run(args: argparse.Namespace, task: Callable[[str, str], str], opener: Any) -> int:
+    """``pool run`` with ``task`` as the agents' task and ``opener`` as :func:`open_client`."""
+    from pytest_clinaudit.batch.dask_executor import DaskExecutor
+    from pytest_clinaudit.batch.grade_many import (
+        BatchOptions,
+        OutputDirError,
+        format_summary,
+        grade_rows,
+        prepare_out_dir,
+        write_records,
+    )
+    from pytest_clinaudit.batch.manifest import BatchManifestError, read_batch_manifest
+    from pytest_clinaudit.batch.tables import ReportError, read_report, write_report
+    from pytest_clinaudit.catalog.instances import instance_libraries
+    from pytest_clinaudit.pool.agents import batch_rows, parse_agents, run_agents
+    from pytest_clinaudit.pool.cluster import DEFAULT_CAPABILITY, ClusterError, check_workers
+    from pytest_clinaudit.pool.layout import PoolDir, PoolError
+    from pytest_clinaudit.pool.progress import PoolProgress
+
+    say = _say(args.quiet)
+    pool = PoolDir(args.pool)
+    out: Path = args.out if args.out is not None else args.pool / "runs"
+    try:
+        agents = parse_agents(args.agents)
+        index = pool.read_index()
+        instances = sorted(pool.finished())
+        if index is None or not instances:
+            raise PoolError(f"{args.pool} holds no built instance: run `clinaudit pool build`")
+    except (ValueError, PoolError) as exc:
+        print(f"clinaudit pool run: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    capability = index.get("capability") or DEFAULT_CAPABILITY
+    try:
+        with opener(
+            args.scheduler,
+            workers=args.workers,
+            capability=capability,
+            timeout=args.connect_timeout,
+        ) as (client, dashboard):
+            check_workers(
+                client, instance_libraries(), capability=capability, timeout=args.connect_timeout
+            )
+            say(f"dashboard: {dashboard}" if dashboard else "no dashboard (needs bokeh)")
+            pairs = len(instances) * len(agents)
+            say(f"{len(agents)} agent(s) on {len(instances)} instance(s): {pairs} report(s)")
+            progress = None if args.quiet else PoolProgress(pairs)
+
+            def done(name: str, error: str | None) -> None:
+                if progress is not None:
+                    progress.update(name, error)
+
+            failed = run_agents(
+                args.pool,
+                instances,
+                agents,
+                out,
+                client.get_executor(pure=False),
+                task=task,
+                done=done,
+            )
+            if progress is not None:
+                progress.finish()
+            manifest = out / "batch.jsonl"
+            manifest.write_text(batch_rows(args.pool, instances, agents, out), encoding="utf-8")
+            rows = read_batch_manifest(manifest)
+            graded = out / "graded"
+            prepare_out_dir(graded, force=False, resume=True, rows=rows)
+            executor = DaskExecutor(client, dashboard)
+            options = BatchOptions(
+                out=graded,
+                jobs=executor.slots,
+                profile=args.profile,
+                cache_dir=args.cache_dir,
+                executor=executor.name,
+            )
+            result = grade_rows(rows, options, say=say, resume=True, executor=executor)
+            write_records(result, graded)
+    except (ClusterError, OutputDirError, BatchManifestError) as exc:
+        print(f"clinaudit pool run: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(format_summary(result, graded, manifest))
+    for (instance, agent), reason in sorted(failed.items()):
+        print(f"  {agent} on {instance}: {reason}")
+    try:
+        report = read_report(graded, lambda message: say(f"warning: {message}"))
+        write_report(report, out / "report", plots=False)
+    except ReportError as exc:
+        say(f"no tables: {exc}")
+    else:
+        print(f"tables in {out / 'report' / 'report.md'}")
+    return 1 if failed else result.exit_status
