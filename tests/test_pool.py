@@ -391,3 +391,13 @@ def test_dask_is_the_optional_cluster_extra_and_the_tests_install_it() -> None:
     assert "dask[distributed]>=2024.1" in extras["cluster"]
     assert not any("dask" in d or "distributed" in d for d in project["dependencies"])
     assert "cluster" in extras["test"][0].split("[")[1]
+
+
+def test_workers_apply_to_the_embedded_cluster_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _build(tmp_path, "1", "--scheduler", "tcp://10.0.0.1:8786", "--workers", "4") == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "clinaudit pool build: error: --workers sizes the embedded cluster; a --scheduler has "
+        "its own"
+    ]

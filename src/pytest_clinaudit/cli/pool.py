@@ -143,6 +143,8 @@ def pool_build(args: argparse.Namespace, builder: Callable[..., Any], opener: An
     say = _say(args.quiet)
     pool = PoolDir(args.out)
     try:
+        if args.scheduler is not None and args.workers is not None:
+            raise PoolError("--workers sizes the embedded cluster; a --scheduler has its own")
         seeds = parse_seeds(args.seeds)
         variant = catalog_from(args).find(args.variant)
         if not isinstance(variant, GameVariant):
