@@ -59,13 +59,14 @@ def build_game_workspace(
     context: LoadContext | None = None,
     cache: ReferenceCache | None = None,
     progress: Progress = _quiet,
+    jobs: int | None = None,
 ) -> dict[str, Any]:
     """Write instance ``seed``'s workspace and the grader's manifest under ``out``.
 
     ``secret`` (a manifest's, for ``build --like``) draws the instance; without one,
     the cache's secret for the seed, or a fresh one. A cached instance is not trained
     again: its programs are exported from its cached weights and must hash as they
-    did at the build.
+    did at the build. ``jobs``: processes that train side by side (default: one per CPU).
     """
     from pytest_clinaudit.catalog.instances import (
         build_game_reference,
@@ -77,12 +78,24 @@ def build_game_workspace(
     cache = cache if cache is not None else ReferenceCache.default()
     if cache.directory is None:  # no cache: build here, once, and keep the programs
         reference, instance, data = build_game_reference(
-            variant, seed, cache=cache, secret=secret, context=context, progress=progress
+            variant,
+            seed,
+            cache=cache,
+            secret=secret,
+            context=context,
+            progress=progress,
+            jobs=jobs,
         )
         made = {m.name: m.program for m in instance.models}
     else:
         reference = get_game_reference(
-            variant, seed, secret=secret, cache=cache, context=context, progress=progress
+            variant,
+            seed,
+            secret=secret,
+            cache=cache,
+            context=context,
+            progress=progress,
+            jobs=jobs,
         )
         progress(f"{variant.name}: exporting instance {seed}'s programs from their weights")
         made = programs(reference, variant.game.network.hidden)

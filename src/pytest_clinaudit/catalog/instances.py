@@ -297,10 +297,12 @@ def build_game_reference(
     secret: str | None = None,
     context: LoadContext | None = None,
     progress: Progress = _quiet,
+    jobs: int | None = None,
 ) -> tuple[GameReference, Instance, Dataset]:
     """Build instance ``seed`` from ``secret`` (default: the cache's for the seed, or a fresh
     one), train, measure and validate it, cache it, and return it with the built instance
-    (whose programs a workspace needs) and the data."""
+    (whose programs a workspace needs) and the data. ``jobs``: processes that train side by
+    side (default: one per CPU; a pool's worker builds on its own one)."""
     from pytest_clinaudit.reference.game.build import build_instance
 
     require_torch(variant)
@@ -309,7 +311,7 @@ def build_game_reference(
     libraries = instance_libraries()
     progress(f"{variant.name}: loading data ({type(variant.dataset).__name__})")
     data = variant.dataset.load(context)
-    instance = build_instance(variant.game, data, seed, secret, progress=progress)
+    instance = build_instance(variant.game, data, seed, secret, progress=progress, jobs=jobs)
     rows_key, rows_value = _rows_entry(
         data, variant.game.backdoor.flag_share, variant.game.backdoor.clear_share
     )
@@ -328,6 +330,7 @@ def get_game_reference(
     cache: ReferenceCache | None = None,
     context: LoadContext | None = None,
     progress: Progress = _quiet,
+    jobs: int | None = None,
 ) -> GameReference:
     """Instance ``seed`` of ``variant`` drawn from ``secret`` (a manifest's; default: the
     cache's for the seed, or a fresh one): read from the cache, or built (and cached) once.
@@ -348,7 +351,13 @@ def get_game_reference(
         if found is not None and cache.get("game-rows", found["rows_key"]) is not None:
             return _reference(found, libraries, from_cache=True)
         reference, _, _ = build_game_reference(
-            variant, seed, cache=cache, secret=secret, context=context, progress=progress
+            variant,
+            seed,
+            cache=cache,
+            secret=secret,
+            context=context,
+            progress=progress,
+            jobs=jobs,
         )
     return reference
 

@@ -10,8 +10,13 @@ clinaudit audit --model FILE --train CSV --test CSV --label COLUMN [--params NAM
     Audit a model owner's own pickled model on their own data.
 clinaudit build --variant NAME --out DIR, clinaudit export-metr --out DIR
     An agent workspace with the grader's manifest; a METR Task Standard family.
-clinaudit grade-many MANIFEST --out DIR [-j N]
-    Grade many submissions, one pytest session each, in parallel (docs/batch.md).
+clinaudit grade-many MANIFEST --out DIR [-j N] [--scheduler ADDRESS]
+    Grade many submissions, one pytest session each, in parallel, here or on a Dask
+    cluster (docs/batch.md).
+clinaudit pool build --variant GAME --seeds 1-200 --out POOL [--scheduler ADDRESS]
+    Many game instances, one Dask task each, on an embedded or a running cluster (docs/pool.md).
+clinaudit pool run POOL [--agents null,transcription,expert]
+    The bundled agents over a pool, graded on the same cluster, and the tables.
 clinaudit report DIR [--out OUTDIR] [--html [FILE]]
     Paper-style tables and plots from the JUnit XML of graded runs; --html, one page of them.
 
@@ -27,7 +32,7 @@ import sys
 from collections.abc import Sequence
 
 from pytest_clinaudit.catalog.variants import VariantError
-from pytest_clinaudit.cli import audit, batch, variants, workspace
+from pytest_clinaudit.cli import audit, batch, pool, variants, workspace
 from pytest_clinaudit.cli.common import EXIT_USAGE, Handler
 
 
@@ -38,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         "`pytest --submission report.json --variant NAME`.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for commands in (variants, audit, workspace, batch):
+    for commands in (variants, audit, workspace, batch, pool):
         commands.register(sub)
     return parser
 

@@ -44,19 +44,39 @@ def _cmd_grade_many(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"clinaudit grade-many: error: cannot use --out {args.out}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    executor = None
+    if args.scheduler is not None:
+        from pytest_clinaudit.pool.cluster import ClusterError
+
+        try:
+            from pytest_clinaudit.batch.dask_executor import DaskExecutor
+
+            executor = DaskExecutor.connect(args.scheduler, timeout=args.connect_timeout)
+        except ClusterError as exc:
+            print(f"clinaudit grade-many: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if not args.quiet:
+            where = executor.dashboard or "no dashboard (Dask's needs bokeh)"
+            print(
+                f"clinaudit: grading on the Dask cluster at {args.scheduler} "
+                f"({executor.slots} worker thread(s)); {where}",
+                file=sys.stderr,
+            )
     options = BatchOptions(
         out=args.out,
-        jobs=args.jobs or default_jobs(),
+        jobs=args.jobs or (default_jobs() if executor is None else executor.slots),
         profile=args.profile,
         cache_dir=args.cache_dir,
         variants_dirs=tuple(d.absolute() for d in args.variants_dir or ()),
         mimic_dir=None if args.mimic_dir is None else args.mimic_dir.absolute(),
-        executor=args.executor,
+        executor=args.executor if executor is None else executor.name,
         timeout=args.timeout,
     )
     say = (lambda _m: None) if args.quiet else (lambda m: print(f"clinaudit: {m}", file=sys.stderr))
     progress = None if args.quiet else ProgressBar(len(rows))
-    result = grade_rows(rows, options, say=say, progress=progress, resume=args.resume)
+    result = grade_rows(
+        rows, options, say=say, progress=progress, resume=args.resume, executor=executor
+    )
     write_records(result, args.out)
     print(format_summary(result, args.out, args.manifest))
     return result.exit_status
@@ -167,6 +187,20 @@ def register(sub: Any) -> None:
         help="fork: pre-loaded workers fork one pytest session per submission; subprocess: a "
         "new `python -m pytest` per submission. Same sessions, same results "
         f"(default here: {default_executor()})",
+    )
+    grade_many.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the sessions on the workers of this Dask scheduler (tcp://host:8786); the "
+        "submissions, --out and the cache must be on a filesystem every worker sees. Needs "
+        "pytest-clinaudit[cluster] (docs/pool.md)",
+    )
+    grade_many.add_argument(
+        "--connect-timeout",
+        type=positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="give up on an unreachable --scheduler after this long (default 10)",
     )
     grade_many.add_argument(
         "--timeout",

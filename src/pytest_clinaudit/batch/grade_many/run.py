@@ -30,6 +30,7 @@ def grade_rows(
     say: Say | None = None,
     progress: ProgressBar | None = None,
     resume: bool = False,
+    executor: Executor | None = None,
 ) -> BatchResult:
     """Grade every row, ``options.jobs`` sessions at a time; never raises for a bad row.
 
@@ -53,6 +54,10 @@ def grade_rows(
         Keep the rows an earlier run graded
         (:func:`~pytest_clinaudit.batch.grade_many.journal.earlier_results`) and
         grade only the others.
+    executor
+        Runs the sessions (closed at the end); default: ``options.executor``'s, made here
+        (``grade-many --scheduler`` passes a :class:`~pytest_clinaudit.batch.dask_executor.
+        DaskExecutor` it has connected first).
     """
     from pytest_clinaudit.catalog.cache import default_cache_dir
 
@@ -76,7 +81,8 @@ def grade_rows(
             path.unlink(missing_ok=True)
     jobs = max(1, min(options.jobs, len(todo)))
     interrupted = False
-    executor: Executor | None = make_executor(options.executor, jobs) if todo else None
+    if executor is None and todo:
+        executor = make_executor(options.executor, jobs)
     with Journal(options.out, append=resume) as journal:
 
         def finished(result: RowResult) -> None:
