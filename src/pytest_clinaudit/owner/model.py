@@ -113,9 +113,12 @@ def load_own_model(path: Path, data: OwnData, *, recipe: Any = None) -> OwnModel
     """
     from pytest_clinaudit.reference import models
 
-    unusual = _unusual(data)
     try:
         raw = models.load_model_file(path)
+    except models.ModelError as exc:
+        raise InputError(str(exc)) from None  # not a model: that, and only that
+    _check_is_model(path, raw)
+    try:
         model = models.adapt_model(
             raw,
             feature_names=data.dataset.feature_names,
@@ -132,12 +135,26 @@ def load_own_model(path: Path, data: OwnData, *, recipe: Any = None) -> OwnModel
             )
     except models.ModelError as exc:
         # The model's own words first; then what the data holds that it may not take.
+        unusual = _unusual(data)
         context = (
             f" (the data holds {unusual}: the model cannot take it as it is)" if unusual else ""
         )
         raise InputError(f"{exc}{context}") from None
     fit_shadow, skipped = _shadow_fitter(raw, model, data, recipe)
     return OwnModel(path, sha256_file(path), _kind(raw), model, fit_shadow, skipped)
+
+
+def _check_is_model(path: Path, raw: Any) -> None:
+    """Refuse a file that unpickled to something that is no model at all (a dict, an array)."""
+    from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
+
+    if isinstance(raw, TorchClassifier) or type(raw).__name__ == "Booster":
+        return
+    if not any(callable(getattr(raw, name, None)) for name in ("predict_proba", "predict")):
+        raise InputError(
+            f"{path}: holds a {type(raw).__module__.split('.')[0]}.{type(raw).__name__}, not a "
+            "model (it has neither predict_proba nor predict)"
+        )
 
 
 def _shadow_fitter(raw: Any, model: Any, data: OwnData, recipe: Any) -> tuple[Any, str | None]:

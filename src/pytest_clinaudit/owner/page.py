@@ -24,6 +24,20 @@ NO_DISTANCES: dict[str, Any] = {
 PAGE_WRITES_CAVEATS = ("sample-size", "ece", "low-fpr")
 """Caveat kinds the audit page states itself, from the same numbers."""
 
+NO_CAP = 2**53
+"""A row cap at or above this is the code's way of saying "no cap" (``eval_cap = 1 << 62``);
+the page says that in words instead of printing the sentinel."""
+
+
+def shown_parameters(parameters: Any) -> Any:
+    """The parameters as a reader should see them: a "no cap" sentinel in words."""
+    if isinstance(parameters, dict):
+        return {key: shown_parameters(value) for key, value in parameters.items()}
+    if isinstance(parameters, int) and not isinstance(parameters, bool) and parameters >= NO_CAP:
+        return "no cap (every row)"
+    return parameters
+
+
 DIAGNOSTIC_NOTES = {
     "auroc": "discrimination over every test row; 0.5 is chance",
     "brier": "mean squared error of the probabilities; lower is better",
@@ -197,11 +211,13 @@ def audit_page_context(report: dict[str, Any], *, title: str | None = None) -> d
                 "sha256": data[role]["sha256"],
                 "rows": data[role]["rows"],
                 "label": data["label"],
-                **({"positives": diagnostics["n_positive"]} if role == "test" else {}),
+                "positives": data[role].get(
+                    "positives", diagnostics["n_positive"] if role == "test" else None
+                ),
             }
             for role in ("train", "test")
         ],
-        "parameters": {"profile": report["profile"], **parameters},
+        "parameters": shown_parameters({"profile": report["profile"], **parameters}),
         "uncertainty": report["uncertainty"],
         "weights": parameters["weights"],
         "thresholds": parameters["verdict"],
@@ -226,7 +242,10 @@ def audit_page_context(report: dict[str, Any], *, title: str | None = None) -> d
                 "bins": diagnostics["reliability_equal_mass"],
                 "task_bins": diagnostics["reliability_uniform"],
             },
-            "membership": [attack for _, attack in membership_attacks(report["membership"])],
+            "membership": [
+                {**attack, "name": name}
+                for name, attack in membership_attacks(report["membership"])
+            ],
             "adversarial": _adversarial(report),
             "boundary": {
                 **(report["robustness"]["distance"] or NO_DISTANCES),

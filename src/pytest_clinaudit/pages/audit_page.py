@@ -288,15 +288,6 @@ def _caveats(context: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[str
         "with other patients from the same population. They do not cover refitting the model "
         "or the attacks.",
     ]
-    for attack in context["figures"]["membership"]:
-        for point in attack.get("low_fpr", ()):
-            if not point.get("estimable", True):
-                caveats.append(
-                    f"{attack['name']}: the true-positive rate at {_percent(point['fpr'], 1)} "
-                    f"false positives is not estimable: it needs at least "
-                    f"{point['min_nonmembers']} non-members (ten allowed false positives), and "
-                    f"this audit had {point['n_nonmembers']}."
-                )
     caveats.append(
         f"The task's ECE. The calibration component is computed from the task's ECE on "
         f"{ece['n_bins']} equal-width bins, reproduced with its quirks so that audits stay "
@@ -316,7 +307,37 @@ def _caveats(context: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[str
         "it as a range, not a point; the reliability diagram shows where the gaps are."
     )
     caveats += [str(c) for c in context.get("caveats", ())]
+    inestimable = _not_estimable(context["figures"]["membership"])
+    if inestimable:
+        caveats.append(inestimable)  # last: one line for what the sample sizes cannot show
     return caveats
+
+
+def _not_estimable(attacks: Sequence[Mapping[str, Any]]) -> str | None:
+    """One sentence for every low-FPR point no attack could estimate, or None."""
+    rates: dict[float, tuple[Any, Any]] = {}
+    names: list[str] = []
+    for attack in attacks:
+        for point in attack.get("low_fpr", ()):
+            if not point.get("estimable", True):
+                rates[float(point["fpr"])] = (point["min_nonmembers"], point["n_nonmembers"])
+                names.append(str(attack["name"]))
+    if not rates:
+        return None
+    order = sorted(rates, reverse=True)
+    had = sorted({str(there) for _, there in rates.values()})
+    return (
+        f"Low false-positive rates: the true-positive rate at "
+        f"{_joined([_percent(fpr, 1) for fpr in order])} false positives is not estimable "
+        f"for {_joined(list(dict.fromkeys(names)))}: "
+        f"{'it needs' if len(order) == 1 else 'they need'} at least "
+        f"{_joined([str(rates[fpr][0]) for fpr in order])} non-members (ten allowed false "
+        f"positives), and this audit had {_joined(had)}."
+    )
+
+
+def _joined(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _diagnostics(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
