@@ -89,13 +89,19 @@ class OwnDataAudit:
         ``undefined`` maps its dotted path to a one-line reason.
         """
         from ..attacks.sps import rounded_report
+        from .findings import findings, verdict_line
         from .jsonready import json_ready
 
         report = rounded_report(self.components, self.params.weights, self.params.verdict)
+        uncertainty = self.uncertainty.as_dict()
+        found = findings(self.components, uncertainty["components"], self.params.floors)
         report.update(
             {
+                # Next to the SPS's verdict: every component below its floor.
+                "findings": found,
+                "verdict_line": verdict_line(str(report["verdict"]), found),
                 "profile": PROFILE,
-                "uncertainty": self.uncertainty.as_dict(),
+                "uncertainty": uncertainty,
                 "diagnostics": self.diagnostics.as_dict(),
                 "membership": self.membership,
                 "robustness": self.robustness,

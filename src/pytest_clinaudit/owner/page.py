@@ -219,6 +219,9 @@ def audit_page_context(report: dict[str, Any], *, title: str | None = None) -> d
         ],
         "parameters": shown_parameters({"profile": report["profile"], **parameters}),
         "uncertainty": report["uncertainty"],
+        "findings": [
+            {"text": f["text"], "reason": f["reason"]} for f in report.get("findings", ())
+        ],
         "weights": parameters["weights"],
         "thresholds": parameters["verdict"],
         "samples": {

@@ -58,8 +58,12 @@ def format_own_audit(title: str, report: dict[str, Any]) -> str:
             if stability >= 0.95
             else "  <- the verdict is not stable: more evaluation rows would settle it"
         ),
-        f"  {'component':<33}{'value':>8}  {level} interval    bootstrap bias",
     ]
+    found = report.get("findings", [])
+    if "verdict_line" in report:
+        lines.append(f"  {report['verdict_line']}")
+    lines += [f"    - {f['text']}: {f['reason']}" for f in found]
+    lines.append(f"  {'component':<33}{'value':>8}  {level} interval    bootstrap bias")
     for name in COMPONENTS:
         interval = boot["components"][name]
         lines.append(

@@ -31,6 +31,11 @@ uncertainty : mapping
     (the BCa confidence that the SPS lies outside the verdict's band),
     ``verdict_distribution`` ({verdict: BCa confidence of its band}); optional
     ``seed``, ``method``.
+findings : list of mappings, optional
+    Components below their floor, shown in the verdict box next to the SPS's
+    verdict: ``text`` ("membership: fails (0.545 < 0.70)"), optional ``reason``.
+    An empty list says every component met its floor; leaving the key out says
+    nothing about floors.
 weights : mapping
     Component -> its weight in the SPS (they sum to 1).
 thresholds : mapping
@@ -257,7 +262,11 @@ def _verdict(context: Mapping[str, Any]) -> dict[str, Any]:
         )
     ]
     sps = u["sps"]
+    findings = context.get("findings")
     return {
+        "findings": None
+        if findings is None
+        else [{"text": str(f["text"]), "reason": str(f.get("reason", ""))} for f in findings],
         "word": str(u["verdict"]),
         "class": verdict_class(str(u["verdict"])),
         "sps": _fixed(sps.get("point"), 2),
