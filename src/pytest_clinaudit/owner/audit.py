@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_clinaudit.owner.inputs import read_own_data
+from pytest_clinaudit.owner.inputs import InputError, listed, read_own_data
 from pytest_clinaudit.owner.model import load_own_model
 
 if TYPE_CHECKING:
@@ -203,11 +203,17 @@ def audit_own_model(
     positive_class: str | None,
     params: OwnDataParams | None = None,
     recipe: Any = None,
+    categorical: Sequence[str] = (),
+    positive_output: int | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The own-data audit of a model file on two CSV files: the report as a JSON-ready dict.
 
     ``recipe`` is the torch MLP recipe that trained a ``.pt2`` program, for LiRA.
+    ``categorical`` names number-coded columns that are categories (``--categorical``):
+    like text columns and the columns the model records as categorical, every
+    attack holds them fixed. ``positive_output`` is which of a torch program's two
+    outputs per row is the positive class's (``--positive-output``).
 
     Raises
     ------
@@ -223,12 +229,14 @@ def audit_own_model(
         say(f"reading {train} and {test}")
         data = read_own_data(train, test, label=label, positive_class=positive_class)
         say(f"loading {model_path}")
-        model = load_own_model(model_path, data, recipe=recipe)
+        declared = declared_columns(data.dataset.feature_names, categorical)
+        model = load_own_model(model_path, data, recipe=recipe, positive_output=positive_output)
+        held = sorted({*data.categories.columns, *model.categorical, *declared})
         result = audit_own_data(
             model.model,
             data.dataset,
             params,
-            categorical=data.categories.columns,
+            categorical=held,
             fit_shadow=model.fit_shadow,
             lira_skipped=model.lira_skipped,
             progress=say,
@@ -239,10 +247,28 @@ def audit_own_model(
     report["data"] = data.summary()
     # The rows' content hash in canonical order: the same for any order of the files' rows.
     report["data"]["rows_sha256"] = report["details"]["data"]["sha256"]
+    names = data.dataset.feature_names
+    report["features"]["categorical_from"] = {
+        "text": [names[j] for j in data.categories.columns],
+        "model": [names[j] for j in model.categorical],
+        "declared": [names[j] for j in declared],
+    }
     report["seconds"] = result.seconds
     report["warnings"] = library
     report["caveats"] = caveats(report)
     return report
+
+
+def declared_columns(feature_names: Sequence[str], declared: Sequence[str]) -> list[int]:
+    """The data columns ``--categorical`` names, checked against the data's feature columns."""
+
+    unknown = [name for name in declared if name not in feature_names]
+    if unknown:
+        raise InputError(
+            f"--categorical names {listed(unknown)}, which the data does not have as a feature; "
+            f"its features are {listed(list(feature_names))}"
+        )
+    return sorted({list(feature_names).index(name) for name in declared})
 
 
 def audit_with_task_params(

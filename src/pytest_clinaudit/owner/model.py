@@ -46,9 +46,18 @@ class OwnModel:
     fit_shadow: FitShadow | None
     lira_skipped: str | None = None
     """Why LiRA cannot refit this model's recipe, when ``fit_shadow`` is None."""
+    categorical: tuple[int, ...] = ()
+    """Data columns the model itself records as categorical (:mod:`~pytest_clinaudit.reference.
+    models.fitted`): given to it as categories, and held fixed by every attack."""
+
+    output: str | None = None
+    """What a torch program's output means (the contract it was audited under)."""
 
     def summary(self) -> dict[str, Any]:
-        return {"path": str(self.path), "sha256": self.sha256, "kind": self.kind}
+        found = {"path": str(self.path), "sha256": self.sha256, "kind": self.kind}
+        if self.output is not None:
+            found["output"] = self.output
+        return found
 
 
 def probe_rows(data: OwnData) -> FloatArray:
@@ -104,12 +113,16 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def load_own_model(path: Path, data: OwnData, *, recipe: Any = None) -> OwnModel:
+def load_own_model(
+    path: Path, data: OwnData, *, recipe: Any = None, positive_output: int | None = None
+) -> OwnModel:
     """Load the model file the owner named, adapt it to the data and probe its answers.
 
     Unpickling runs code from the file: only ever called on the path the user
     passed with ``--model``. ``recipe`` is the torch MLP recipe that trained a
-    ``.pt2`` program (``--recipe``), so that LiRA can refit its shadows.
+    ``.pt2`` program (``--recipe``), so that LiRA can refit its shadows;
+    ``positive_output`` is which of such a program's two outputs per row is the
+    positive class's (``--positive-output``; default 1).
     """
     from pytest_clinaudit.reference import models
 
@@ -118,6 +131,16 @@ def load_own_model(path: Path, data: OwnData, *, recipe: Any = None) -> OwnModel
     except models.ModelError as exc:
         raise InputError(str(exc)) from None  # not a model: that, and only that
     _check_is_model(path, raw)
+    from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
+
+    torch_program = isinstance(raw, TorchClassifier)
+    if positive_output is not None:
+        if not torch_program:
+            raise InputError(
+                "--positive-output chooses between a torch program's two outputs per row; "
+                f"{path} is not a torch program"
+            )
+        raw.positive_output = positive_output
     try:
         model = models.adapt_model(
             raw,
@@ -140,8 +163,32 @@ def load_own_model(path: Path, data: OwnData, *, recipe: Any = None) -> OwnModel
             f" (the data holds {unusual}: the model cannot take it as it is)" if unusual else ""
         )
         raise InputError(f"{exc}{context}") from None
+    output = None
+    if torch_program:
+        width = raw.output_width
+        if positive_output is not None and width != 2:
+            raise InputError(
+                f"--positive-output chooses between two outputs per row; the torch program "
+                f"returns {'one' if width is None or width == 1 else width} per row"
+            )
+        output = _torch_contract(width, raw.positive_output)
     fit_shadow, skipped = _shadow_fitter(raw, model, data, recipe)
-    return OwnModel(path, sha256_file(path), _kind(raw), model, fit_shadow, skipped)
+    categorical = tuple(getattr(model, "categorical_columns", ()))
+    return OwnModel(
+        path, sha256_file(path), _kind(raw), model, fit_shadow, skipped, categorical, output
+    )
+
+
+def _torch_contract(width: int | None, positive: int) -> str:
+    """What the program's output was audited as, for the report."""
+    if width == 2:
+        return (
+            f"two class logits per row, shape (n, 2); output {positive} is the positive "
+            f"class's (--positive-output), p = softmax, the class-1 logit z[{positive}] - "
+            f"z[{1 - positive}]"
+        )
+    shape = "(n,)" if width is None else "(n, 1)"
+    return f"the positive class's logit per row, shape {shape}; p = sigmoid"
 
 
 def _check_is_model(path: Path, raw: Any) -> None:
