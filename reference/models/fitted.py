@@ -83,10 +83,12 @@ def as_fitted(values: Any, categories: Sequence[Any]) -> Any:
 
     pandas: Any = importlib.import_module("pandas")
     lookup = {_key(c): c for c in categories}
-    cells = np.asarray(values, dtype=object)
-    distinct, inverse = np.unique(np.array([_key(v) or "" for v in cells]), return_inverse=True)
-    mapped = np.array([lookup.get(k) if k else None for k in distinct], dtype=object)
-    return pandas.Categorical(mapped[inverse.reshape(-1)], categories=list(categories))
+    # One key per distinct cell, not per row: a million rows hold a handful of levels.
+    codes, distinct = pandas.factorize(np.asarray(values), use_na_sentinel=True)
+    found = [lookup.get(_key(v)) for v in distinct]
+    index = {c: i for i, c in enumerate(categories)}
+    table = np.array([-1 if c is None else index[c] for c in found] + [-1], dtype=np.int64)
+    return pandas.Categorical.from_codes(table[codes], categories=list(categories))
 
 
 def of_estimator(estimator: Any) -> Fitted:
