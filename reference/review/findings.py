@@ -90,13 +90,13 @@ def findings(
         if value >= floor:
             continue
         interval = intervals.get(name, {})
-        high = interval.get("high")
+        low, high = (_finite(interval.get(end)) for end in ("low", "high"))
         found.append(
             {
                 "component": name,
                 "value": round(value, 4),
                 "floor": floor,
-                "low": interval.get("low"),
+                "low": low,
                 "high": high,
                 "clearly": high is not None and high < floor,
                 "text": f"{SHORT_NAMES[name]}: fails ({value:.3f} < {floor:.2f})",
@@ -104,6 +104,11 @@ def findings(
             }
         )
     return found
+
+
+def _finite(value: Any) -> float | None:
+    """A number, or None for a missing or withheld (NaN) interval end."""
+    return None if value is None or value != value else float(value)
 
 
 def verdict_line(verdict: str, found: list[dict[str, Any]]) -> str:

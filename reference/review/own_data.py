@@ -386,7 +386,11 @@ def audit_own_data(
         membership=mi.report,
         robustness=robustness_report,
         features=view.summary(),
-        reasons=_reasons(fgsm.result.single_class, diag, distance),
+        reasons={
+            **_reasons(fgsm.result.single_class, diag, distance),
+            **boot.reasons(),
+            **_withheld_aucs(mi.report),
+        },
         seconds=clock.seconds,
     )
 
@@ -406,4 +410,17 @@ def _reasons(single_class: bool, diag: Any, distance: dict[str, Any] | None) -> 
         found["robustness.distance.median"] = (
             "no boundary was found: the model predicts one class on every reference row"
         )
+    return found
+
+
+def _withheld_aucs(membership: dict[str, Any], prefix: str = "membership") -> dict[str, str]:
+    """Why each attack's AUC interval is not shown, by its path in the report."""
+    found: dict[str, str] = {}
+    for key, value in membership.items():
+        if not isinstance(value, dict):
+            continue
+        interval = value.get("auc_interval")
+        if isinstance(interval, dict) and interval.get("withheld"):
+            found[f"{prefix}.{key}.auc_interval"] = str(interval["withheld"])
+        found.update(_withheld_aucs(value, f"{prefix}.{key}"))
     return found

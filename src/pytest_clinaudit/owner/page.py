@@ -51,6 +51,13 @@ def _interval(report: dict[str, Any], name: str) -> dict[str, Any]:
     return {"low": interval.get("low"), "high": interval.get("high")}
 
 
+def _withheld(report: dict[str, Any], name: str, note: str) -> str:
+    """``note``, and why the diagnostic's interval is not shown when it is not."""
+    interval = report["uncertainty"].get("diagnostics", {}).get(name, {})
+    why = interval.get("withheld")
+    return f"{note}; no interval: {why.removesuffix(': no interval is shown')}" if why else note
+
+
 def _rms(interval: dict[str, Any]) -> dict[str, Any]:
     """A squared error's interval on the RMS scale (a negative end means 0)."""
     return {
@@ -72,20 +79,24 @@ def _diagnostics(report: dict[str, Any]) -> list[dict[str, Any]]:
             "label": "AUROC (all test rows)",
             "value": d["auroc"],
             **_interval(report, "auroc"),
-            "note": _undefined_note(report, "diagnostics.auroc", DIAGNOSTIC_NOTES["auroc"]),
+            "note": _withheld(
+                report,
+                "auroc",
+                _undefined_note(report, "diagnostics.auroc", DIAGNOSTIC_NOTES["auroc"]),
+            ),
         },
         {
             "label": "Brier score",
             "value": d["brier"],
             **_interval(report, "brier"),
-            "note": DIAGNOSTIC_NOTES["brier"],
+            "note": _withheld(report, "brier", DIAGNOSTIC_NOTES["brier"]),
         },
         {
             "label": "Task ECE (the calibration component's)",
             "value": d["ece_task"],
             **_interval(report, "ece"),
             "digits": 4,
-            "note": "10 equal-width bins, the task's quirks included",
+            "note": _withheld(report, "ece", "10 equal-width bins, the task's quirks included"),
         },
         {
             "label": "Calibration slope",
@@ -104,8 +115,12 @@ def _diagnostics(report: dict[str, Any]) -> list[dict[str, Any]]:
             "value": d["debiased_l2"]["rms"],
             **_rms(_interval(report, "debiased_l2")),
             "digits": 4,
-            "note": "Kumar et al. 2019, equal-mass bins; a one-row bin counts 0; the interval "
-            "is the squared error's, as an RMS",
+            "note": _withheld(
+                report,
+                "debiased_l2",
+                "Kumar et al. 2019, equal-mass bins; a one-row bin counts 0; the interval "
+                "is the squared error's, as an RMS",
+            ),
         },
     ]
     component = report["membership"]["component"]
@@ -257,7 +272,13 @@ def audit_page_context(report: dict[str, Any], *, title: str | None = None) -> d
         },
         # The page writes its own caveats on sample sizes, the task's ECE and
         # inestimable low-FPR points; the report's other ones are added.
-        "caveats": [text for kind, text in caveat_items(report) if kind not in PAGE_WRITES_CAVEATS],
+        "caveats": [
+            text
+            for kind, text in caveat_items(report)
+            if kind not in PAGE_WRITES_CAVEATS
+            # the page says itself which component and SPS intervals are not shown
+            and not (kind == "undefined" and text.startswith("uncertainty."))
+        ],
     }
     if title is not None:
         context["title"] = title

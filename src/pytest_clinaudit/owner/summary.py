@@ -16,6 +16,8 @@ def _number(value: Any, digits: int = 4) -> str:
 
 
 def _interval(interval: dict[str, Any], digits: int = 4) -> str:
+    if interval.get("withheld"):
+        return "[no interval: it excludes its point]"
     return f"[{_number(interval['low'], digits)}, {_number(interval['high'], digits)}]"
 
 
@@ -46,19 +48,27 @@ def format_own_audit(title: str, report: dict[str, Any]) -> str:
     """What the terminal shows after an own-model audit."""
     boot = report["uncertainty"]
     level = f"{boot['level']:.0%}"
-    stability = 1.0 - boot["verdict_change_probability"]
+    change = boot["verdict_change_probability"]
     undefined = report.get("undefined", {})
-    lines = [
-        f"{title}: SPS {report['sps']:.2f} {_interval(boot['sps'], 2)} ({level} BCa interval), "
-        f"{report['verdict']}",
-        f"  verdict held with {stability:.1%} confidence (BCa, {boot['n_boot']} bootstrap "
-        "resamples)"
-        + (
-            ""
-            if stability >= 0.95
-            else "  <- the verdict is not stable: more evaluation rows would settle it"
-        ),
-    ]
+    sps_interval = (
+        "(no interval: it excludes its point, see below)"
+        if boot["sps"].get("withheld")
+        else f"{_interval(boot['sps'], 2)} ({level} BCa interval)"
+    )
+    lines = [f"{title}: SPS {report['sps']:.2f} {sps_interval}, {report['verdict']}"]
+    if change is None:
+        lines.append("  verdict stability not computed: the SPS's interval is not shown")
+    else:
+        stability = 1.0 - change
+        lines.append(
+            f"  verdict held with {stability:.1%} confidence (BCa, {boot['n_boot']} bootstrap "
+            "resamples)"
+            + (
+                ""
+                if stability >= 0.95
+                else "  <- the verdict is not stable: more evaluation rows would settle it"
+            )
+        )
     found = report.get("findings", [])
     if "verdict_line" in report:
         lines.append(f"  {report['verdict_line']}")

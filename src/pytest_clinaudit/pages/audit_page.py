@@ -233,7 +233,10 @@ def _components(context: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "meaning": MEANINGS[name],
                 "point": _fixed(point, 4),
                 "point_value": point,
-                "interval": f"{_fixed(interval.get('low'), 4)} – {_fixed(interval.get('high'), 4)}",
+                "interval": "not shown"
+                if interval.get("withheld")
+                else f"{_fixed(interval.get('low'), 4)} – {_fixed(interval.get('high'), 4)}",
+                "withheld": interval.get("withheld"),
                 "bar": _interval_bar(point, interval.get("low"), interval.get("high"), 1.0),
                 "bias": _signed(interval.get("bias"), 4),
                 "weight": _fixed(weight, 2),
@@ -270,12 +273,16 @@ def _verdict(context: Mapping[str, Any]) -> dict[str, Any]:
         "word": str(u["verdict"]),
         "class": verdict_class(str(u["verdict"])),
         "sps": _fixed(sps.get("point"), 2),
-        "sps_interval": f"{_fixed(sps.get('low'), 2)} – {_fixed(sps.get('high'), 2)}",
+        "sps_interval": "not shown"
+        if sps.get("withheld")
+        else f"{_fixed(sps.get('low'), 2)} – {_fixed(sps.get('high'), 2)}",
         "level": _percent(u["level"], 0),
         "n_boot": u["n_boot"],
         "seed": u.get("seed"),
         "method": u.get("method"),
         "holds": _percent(None if change is None else 1.0 - change),
+        "stability_shown": change is not None,
+        "withheld": sps.get("withheld"),
         "change": _percent(change),
         "unstable": change is not None and change > 0.05,
         "distribution": distribution,
@@ -311,10 +318,31 @@ def _caveats(context: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[str
             if ece.get("debiased_rms") is not None
             else ""
         )
-        + f". With {samples['test']} rows the calibration component's interval is "
-        f"{_fixed(calibration.get('low'), 3)} – {_fixed(calibration.get('high'), 3)}: read "
-        "it as a range, not a point; the reliability diagram shows where the gaps are."
+        + (
+            f". With {samples['test']} rows the calibration component's interval is "
+            f"{_fixed(calibration.get('low'), 3)} – {_fixed(calibration.get('high'), 3)}: read "
+            "it as a range, not a point; the reliability diagram shows where the gaps are."
+            if not calibration.get("withheld")
+            else ". The reliability diagram shows where the gaps are."
+        )
     )
+    withheld = [
+        (COMPONENT_LABELS[name], interval["withheld"])
+        for name, interval in context["uncertainty"]["components"].items()
+        if name in COMPONENT_LABELS and interval.get("withheld")
+    ]
+    if context["uncertainty"]["sps"].get("withheld"):
+        withheld.append(("SPS", context["uncertainty"]["sps"]["withheld"]))
+    for label, why in withheld:
+        caveats.append(
+            f"{label}: no interval is shown, because {why.removesuffix(': no interval is shown')}."
+            + (
+                " The verdict's stability is not computed either: it is read off the SPS's "
+                "interval."
+                if label == "SPS"
+                else ""
+            )
+        )
     caveats += [str(c) for c in context.get("caveats", ())]
     inestimable = _not_estimable(context["figures"]["membership"])
     if inestimable:
