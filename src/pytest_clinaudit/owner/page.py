@@ -71,6 +71,22 @@ def _undefined_note(report: dict[str, Any], path: str, note: str) -> str:
     return f"undefined: {reason}" if reason else note
 
 
+def _consistency_row(test: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The calibration test as a diagnostics row (none in a report from before it)."""
+    if not test:
+        return []
+    return [
+        {
+            "label": "Calibration test: p-value of the task ECE",
+            "value": test["p_value"],
+            "note": f"consistency resampling: {test['n_resamples']} draws of the outcomes from "
+            f"the model's own probabilities give a calibrated model's task ECE (median "
+            f"{test['null_median']:.4f} on these rows, against {test['observed']:.4f}); a small "
+            "p-value says the gaps are larger than chance, at the stated error rate",
+        }
+    ]
+
+
 def _diagnostics(report: dict[str, Any]) -> list[dict[str, Any]]:
     d = report["diagnostics"]
     recalibration = d["recalibration"]
@@ -98,6 +114,7 @@ def _diagnostics(report: dict[str, Any]) -> list[dict[str, Any]]:
             "digits": 4,
             "note": _withheld(report, "ece", "10 equal-width bins, the task's quirks included"),
         },
+        *_consistency_row(d.get("calibration_test")),
         {
             "label": "Calibration slope",
             "value": recalibration["slope"],
@@ -235,7 +252,11 @@ def audit_page_context(report: dict[str, Any], *, title: str | None = None) -> d
         "parameters": shown_parameters({"profile": report["profile"], **parameters}),
         "uncertainty": report["uncertainty"],
         "findings": [
-            {"text": f["text"], "reason": f["reason"]} for f in report.get("findings", ())
+            {
+                "text": f["text"],
+                "reason": f["reason"] + (f" ({f['note']})" if f.get("note") else ""),
+            }
+            for f in report.get("findings", ())
         ],
         "weights": parameters["weights"],
         "thresholds": parameters["verdict"],

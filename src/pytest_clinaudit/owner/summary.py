@@ -44,6 +44,18 @@ def _point(point: dict[str, Any]) -> str:
     )
 
 
+def _consistency(test: dict[str, Any] | None) -> str:
+    """The calibration test's line: the task's ECE against a calibrated model's."""
+    if not test:
+        return ""
+    return (
+        f"    calibration test (consistency resampling, {test['n_resamples']} draws of the "
+        f"outcomes from the model's own probabilities): task ECE {_number(test['observed'])} "
+        f"against a calibrated model's median {_number(test['null_median'])}, "
+        f"p = {_number(test['p_value'], 3)}"
+    )
+
+
 def format_own_audit(title: str, report: dict[str, Any]) -> str:
     """What the terminal shows after an own-model audit."""
     boot = report["uncertainty"]
@@ -72,7 +84,10 @@ def format_own_audit(title: str, report: dict[str, Any]) -> str:
     found = report.get("findings", [])
     if "verdict_line" in report:
         lines.append(f"  {report['verdict_line']}")
-    lines += [f"    - {f['text']}: {f['reason']}" for f in found]
+    lines += [
+        f"    - {f['text']}: {f['reason']}" + (f" ({f['note']})" if f.get("note") else "")
+        for f in found
+    ]
     lines.append(f"  {'component':<33}{'value':>8}  {level} interval    bootstrap bias")
     for name in COMPONENTS:
         interval = boot["components"][name]
@@ -95,6 +110,7 @@ def format_own_audit(title: str, report: dict[str, Any]) -> str:
         f"    calibration slope {_number(recal['slope'], 3)}, intercept "
         f"{_number(recal['intercept'], 3)}"
         + (f" ({recal['reason']})" if recal.get("reason") else ""),
+        _consistency(d.get("calibration_test")),
         f"    ECE: equal-mass {_number(d['ece_equal_mass'])}, "
         f"debiased L2 (RMS, Kumar et al.) {_number(d['debiased_l2']['rms'])}"
         + _rms(intervals.get("debiased_l2")),
@@ -141,4 +157,4 @@ def format_own_audit(title: str, report: dict[str, Any]) -> str:
         f"{data['test']['rows']} test rows (sha256 {data['test']['sha256'][:16]}); "
         f"positive class {data['positive_class']!r} of {data['label']!r}"
     )
-    return "\n".join(line.rstrip() for line in lines)
+    return "\n".join(line.rstrip() for line in lines if line)
