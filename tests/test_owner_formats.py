@@ -308,3 +308,20 @@ def test_declared_number_coded_categories_are_held_fixed(
     assert declared["diagnostics"]["auroc"] == plain["diagnostics"]["auroc"]
     message = _refused(capsys, aids, path, "--categorical", "karnof,grade")
     assert message.startswith("--categorical names 'grade', which the data does not have as a ")
+
+
+def test_the_torch_and_categorical_options_are_refused_where_they_mean_nothing(
+    aids: CohortFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = aids.xy("train")
+    path = tmp_path / "logistic.pkl"
+    path.write_bytes(pickle.dumps(LogisticRegression(max_iter=3000).fit(X.to_numpy(), y)))
+    assert _refused(capsys, aids, path, "--positive-output", "0") == (
+        f"--positive-output chooses between a torch program's two outputs per row; {path} is "
+        "not a torch program"
+    )
+    assert _refused(capsys, aids, path, "--categorical", "karnof", "--params", "wdbc-baseline") == (
+        "--categorical is part of the own-data profile; it cannot go with --params"
+    )
