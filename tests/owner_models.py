@@ -110,3 +110,23 @@ def wdbc_files(directory: Any, wdbc: Any) -> dict[str, Any]:
     path = directory / "model.pkl"
     path.write_bytes(pickle.dumps(model))
     return {"train": train, "test": test, "model": path, "dir": directory}
+
+
+class Warns:
+    """A fitted estimator whose every answer raises a library-style FutureWarning."""
+
+    MESSAGE = "the default of 'strategy' will change in version 9.9"
+
+    def __init__(self, estimator: Any) -> None:
+        self.estimator = estimator
+        self.classes_ = estimator.classes_
+        self.feature_names_in_ = estimator.feature_names_in_
+
+    def predict_proba(self, X: Any) -> Any:
+        import warnings
+
+        warnings.warn(self.MESSAGE, FutureWarning, stacklevel=2)
+        return self.estimator.predict_proba(X)
+
+    def predict(self, X: Any) -> Any:
+        return self.estimator.predict(X)

@@ -348,7 +348,8 @@ def test_the_report_carries_intervals_diagnostics_and_caveats(
     assert report["membership"]["lira"]["n_shadows"] == 4
     assert [p["fpr"] for p in report["membership"]["loss_threshold"]["low_fpr"]] == [0.01, 0.001]
     assert report["membership"]["loss_threshold"]["low_fpr"][1]["estimable"] is False
-    assert any("it needs 1000 non-members" in c for c in report["caveats"])
+    assert report["caveats"][-1].startswith("TPR at 1.0% and 0.1% FPR is not estimable (")
+    assert "they need 1000 and 10000 non-members" in report["caveats"][-1]
     for name in ("auroc", "brier", "ece"):
         interval = boot["diagnostics"][name]
         assert interval["low"] <= interval["point"] <= interval["high"]

@@ -224,8 +224,11 @@ def test_the_intervals_and_verdict_stability_equal_a_slow_bca_of_the_same_draws(
     point = _slow_replicate(rows, ones_t, ones_m)
     point["sps"] = _sps(point)
     for name in [*names, "sps"]:
-        expected = bca.bca_interval(
-            point[name], np.array(slow[name]), [np.array(j[name]) for j in jackknife]
+        expected = bca.held(
+            bca.bca_interval(
+                point[name], np.array(slow[name]), [np.array(j[name]) for j in jackknife]
+            ),
+            np.array(slow[name]),
         )
         got = (
             result.components.get(name)
@@ -233,9 +236,14 @@ def test_the_intervals_and_verdict_stability_equal_a_slow_bca_of_the_same_draws(
             or (result.sps if name == "sps" else None)
         )
         assert got is not None, name
-        clip = (lambda v: min(1.0, max(0.0, v))) if name in COMPONENTS else (lambda v: v)
-        assert got.low == pytest.approx(clip(expected.low), abs=1e-9), name
-        assert got.high == pytest.approx(clip(expected.high), abs=1e-9), name
+        clip = (
+            (lambda v: v if np.isnan(v) else min(1.0, max(0.0, v)))
+            if name in COMPONENTS
+            else (lambda v: v)
+        )
+        assert got.withheld == expected.withheld, name
+        assert got.low == pytest.approx(clip(expected.low), abs=1e-9, nan_ok=True), name
+        assert got.high == pytest.approx(clip(expected.high), abs=1e-9, nan_ok=True), name
         assert got.bias == pytest.approx(expected.bias, abs=1e-9), name
     sps_interval = bca.bca_interval(
         point["sps"], np.array(slow["sps"]), [np.array(j["sps"]) for j in jackknife]
@@ -243,6 +251,10 @@ def test_the_intervals_and_verdict_stability_equal_a_slow_bca_of_the_same_draws(
     below = bca.confidence_below(THRESHOLDS.production - 0.005, sps_interval, np.array(slow["sps"]))
     point_verdict = verdict(round(point["sps"], 2), THRESHOLDS)
     assert result.verdict == point_verdict
+    if result.sps.withheld:  # stability only from an SPS interval that holds
+        assert np.isnan(result.verdict_change_probability)
+        assert result.verdict_distribution == {}
+        return
     if point_verdict == "PRODUCTION":
         assert result.verdict_change_probability == pytest.approx(below, abs=1e-9)
     assert sum(result.verdict_distribution.values()) == pytest.approx(1.0)

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .categories import NO_CATEGORIES, Categories
+from .fitted import NONE as NO_FITTED
+from .fitted import Fitted, as_fitted, of_booster, of_estimator
 
 if TYPE_CHECKING:
     import numpy as np
@@ -196,6 +198,16 @@ class EstimatorAdapter:
     frame_names: tuple[str, ...] | None
     name: str
     categories: Categories = NO_CATEGORIES
+    fitted: Fitted = NO_FITTED
+    """The features the estimator records as categorical (:mod:`.fitted`)."""
+
+    @property
+    def categorical_columns(self) -> tuple[int, ...]:
+        """Data columns the model itself treats as categories (never moved by an attack)."""
+        names = self.fitted.names
+        if self.frame_names is None:
+            return ()
+        return tuple(c for c, n in zip(self.columns, self.frame_names, strict=True) if n in names)
 
     def inputs(self, X: FloatArray) -> Any:
         """Rows ``X`` (data column order, codes for categories) as the estimator takes them."""
@@ -203,14 +215,19 @@ class EstimatorAdapter:
         if self.categories and set(self.categories.columns) & set(self.columns):
             if self.frame_names is None:
                 return self.categories.objects(rows, self.columns)
-            return self.categories.frame(rows, self.columns, self.frame_names)
-        if self.frame_names is None:
+            frame = self.categories.frame(rows, self.columns, self.frame_names)
+        elif self.frame_names is None:
             return rows
-        import importlib
+        else:
+            import importlib
 
-        # pandas ships no type stubs; scikit-learn needs a real DataFrame to see names.
-        pandas: Any = importlib.import_module("pandas")
-        return pandas.DataFrame(rows, columns=list(self.frame_names), copy=False)
+            # pandas ships no type stubs; scikit-learn needs a real DataFrame to see names.
+            pandas: Any = importlib.import_module("pandas")
+            frame = pandas.DataFrame(rows, columns=list(self.frame_names), copy=False)
+        for name, levels in self.fitted.as_categories().items():
+            # The model was fitted on pandas categories: given them, with its own levels.
+            frame[name] = as_fitted(frame[name].to_numpy(), levels)
+        return frame
 
     def predict_proba(self, X: FloatArray) -> FloatArray:
         source = f"{self.name}.predict_proba"
@@ -255,18 +272,56 @@ class BoosterAdapter:
     feature_names: tuple[str, ...] | None
     logit_output: bool
     categories: Categories = NO_CATEGORIES
+    fitted: Fitted = NO_FITTED
+    """The features the booster records as categorical (feature type ``"c"``)."""
+
+    @property
+    def categorical_columns(self) -> tuple[int, ...]:
+        """Data columns the model itself treats as categories (never moved by an attack)."""
+        names = self.fitted.names
+        own = self.feature_names or tuple(f"f{i}" for i in range(len(self.columns)))
+        return tuple(c for c, n in zip(self.columns, own, strict=True) if n in names)
+
+    def _categorical_frame(self, rows: FloatArray) -> Any:
+        """Rows as a DataFrame whose categorical features are pandas categories."""
+        import importlib
+
+        pandas: Any = importlib.import_module("pandas")
+        names = list(self.feature_names or [f"f{i}" for i in range(len(self.columns))])
+        kept = dict(self.fitted.features)
+        frame = {}
+        for position, (column, name) in enumerate(zip(self.columns, names, strict=True)):
+            cells = self.categories.decoded(rows[:, position], column)
+            if name in kept:
+                levels = kept[name]
+                if levels is None:  # an older XGBoost: categories are their codes
+                    text = dict(self.categories.levels).get(column)
+                    levels = text if text is not None else None
+                if levels is not None:
+                    cells = as_fitted(cells, levels)
+            frame[name] = cells
+        return pandas.DataFrame(frame)
 
     def _positive(self, X: FloatArray) -> FloatArray:
         import numpy as np
         import xgboost
 
         rows: Any = _select(X, self.columns)
-        if self.categories and set(self.categories.columns) & set(self.columns):
-            rows = self.categories.objects(rows, self.columns)  # DMatrix says what it makes of text
         names = None if self.feature_names is None else list(self.feature_names)
-        matrix = _call(
-            lambda data: xgboost.DMatrix(data, feature_names=names), rows, "xgboost.DMatrix"
-        )
+        if self.fitted:
+            frame = self._categorical_frame(rows)
+            matrix = _call(
+                lambda data: xgboost.DMatrix(data, enable_categorical=True),
+                frame,
+                "xgboost.DMatrix",
+            )
+        else:
+            if self.categories and set(self.categories.columns) & set(self.columns):
+                # DMatrix says what it makes of text
+                rows = self.categories.objects(rows, self.columns)
+            matrix = _call(
+                lambda data: xgboost.DMatrix(data, feature_names=names), rows, "xgboost.DMatrix"
+            )
         raw = _call(self.booster.predict, matrix, "Booster.predict")
         if self.logit_output:
             raw = 1.0 / (1.0 + np.exp(-np.asarray(raw, dtype=np.float64)))
@@ -337,7 +392,10 @@ def adapt_estimator(
                 f"{name} was fitted with feature names, which needs pandas to pass them: "
                 "pip install pandas"
             )
-        return EstimatorAdapter(estimator, index, classes[index], columns, frame, name, categories)
+        record = of_estimator(estimator)
+        return EstimatorAdapter(
+            estimator, index, classes[index], columns, frame, name, categories, record
+        )
     n_in = getattr(estimator, "n_features_in_", None)
     if n_in is not None and int(n_in) != len(feature_names):
         raise ModelError(
@@ -370,10 +428,11 @@ def adapt_booster(
             "cannot be audited (re-encode the label so that 1 is the positive class)"
         )
     names = booster.feature_names
+    record = of_booster(booster)
     if names:
         columns = _column_map(list(names), feature_names, model="Booster")
         return BoosterAdapter(
-            booster, columns, tuple(names), BOOSTER_OBJECTIVES[objective], categories
+            booster, columns, tuple(names), BOOSTER_OBJECTIVES[objective], categories, record
         )
     n_in = int(booster.num_features())
     if n_in != len(feature_names):
@@ -381,7 +440,12 @@ def adapt_booster(
             f"Booster was fitted on {n_in} features; the data has {len(feature_names)}"
         )
     return BoosterAdapter(
-        booster, tuple(range(len(feature_names))), None, BOOSTER_OBJECTIVES[objective], categories
+        booster,
+        tuple(range(len(feature_names))),
+        None,
+        BOOSTER_OBJECTIVES[objective],
+        categories,
+        record,
     )
 
 
@@ -406,17 +470,37 @@ def adapt_torch_program(
             f"a torch program gives the logit of class 1; positive class {positive_class!r} "
             "cannot be audited (re-encode the label so that 1 is the positive class)"
         )
+    d = len(feature_names)
+    shape = getattr(program, "input_shape", None)
+    if shape is not None and len(shape) == 2:
+        batch, width = shape
+        if width is not None and width != d:
+            raise ModelError(f"the torch program takes {width} features per row; the data has {d}")
+        if batch is not None:
+            raise ModelError(
+                f"the torch program was exported for a fixed batch of {batch} rows; export it "
+                "with a dynamic batch dimension: torch.export.export(model, (x,), "
+                "dynamic_shapes={'x': {0: torch.export.Dim('batch')}})"
+            )
     if categories:  # the program is given the text, and says what it makes of it
-        text = categories.objects(np.zeros((2, len(feature_names))), range(len(feature_names)))
+        text = categories.objects(np.zeros((2, d)), range(d))
         _call(program.predict_proba, text, "the torch program")
+    rng = np.random.RandomState(0)
+    rows = np.concatenate([np.zeros((2, d)), rng.normal(size=(6, d))])
     try:
-        program.predict_proba(np.zeros((2, len(feature_names))))
+        outputs = program.raw_outputs(rows)
     except Exception as exc:  # noqa: BLE001 - torch's shape guards raise several kinds
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(
-            f"the torch program does not take the data's {len(feature_names)} features "
-            f"({first[:160]})"
+            f"the torch program failed on rows of the data's {d} features ({first[:160]})"
         ) from None
+    if outputs.ndim == 2 and outputs.shape[1] == 2:
+        sums = outputs.sum(axis=1)
+        if np.all((outputs >= 0) & (outputs <= 1)) and np.allclose(sums, 1.0, atol=1e-5):
+            raise ModelError(
+                "the torch program's two outputs per row sum to 1: they look like probabilities, "
+                "not logits; export the model without its final softmax"
+            )
     adapted: AuditedModel = program
     return adapted
 

@@ -1,11 +1,52 @@
-"""Loading a model file the user named: a torch program, an XGBoost booster or a pickle."""
+"""Loading a model file the user named: a torch program, an XGBoost booster or a pickle.
+
+A file that is not a model of its kind is refused with one line that says so,
+and only that: the library's own complaint is trimmed to its first sentence
+(no source paths, no timestamps), and what a library logs while it fails
+is kept off the terminal.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .adapters import ModelError
+
+LIBRARY_LOGGERS = ("torch", "torch.export", "torch._export", "xgboost")
+"""Loggers that print a traceback or a notice of their own when a file does not load."""
+
+_XGBOOST_PREFIX = re.compile(r"^\[[0-9:]+\]\s+\S+:\d+:\s*")
+"""XGBoost's ``[06:34:24] /path/to/json.h:88: `` in front of its messages."""
+
+
+@contextlib.contextmanager
+def quiet_loggers() -> Iterator[None]:
+    """No library's log record (torch prints a whole traceback) reaches the terminal.
+
+    Python warnings are not silenced here: the CLI records them into the report
+    (:func:`pytest_clinaudit.owner.audit.recorded_warnings`).
+    """
+    loggers = [logging.getLogger(name) for name in LIBRARY_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    try:
+        for logger in loggers:
+            logger.setLevel(logging.CRITICAL)
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+def first_line(exc: BaseException, limit: int = 160) -> str:
+    """The first line of an exception's message, without XGBoost's location prefix."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return _XGBOOST_PREFIX.sub("", line)[:limit]
 
 
 def load_model_file(path: Path) -> Any:
@@ -28,20 +69,21 @@ def load_model_file(path: Path) -> Any:
         from .torch_adapter import TorchClassifier
 
         try:
-            return TorchClassifier.from_file(path)
+            with quiet_loggers():
+                return TorchClassifier.from_file(path)
         except Exception as exc:  # noqa: BLE001 - any loading failure is the file's problem
             raise ModelError(
-                f"{path}: not a torch exported program ({type(exc).__name__}: "
-                f"{str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ''})"
+                f"{path}: not a torch exported program ({type(exc).__name__}: {first_line(exc)})"
             ) from None
     if suffix in {".json", ".ubj"}:
         import xgboost
 
         booster = xgboost.Booster()
         try:
-            booster.load_model(str(path))
+            with quiet_loggers():
+                booster.load_model(str(path))
         except xgboost.core.XGBoostError as exc:
-            raise ModelError(f"{path}: not an XGBoost model ({str(exc).splitlines()[0]})") from None
+            raise ModelError(f"{path}: not an XGBoost model ({first_line(exc)})") from None
         return booster
     import pickle
 
@@ -49,4 +91,6 @@ def load_model_file(path: Path) -> Any:
         with path.open("rb") as handle:
             return pickle.load(handle)  # noqa: S301 - a file the user named explicitly
     except Exception as exc:  # noqa: BLE001 - any unpickling failure is the file's problem
-        raise ModelError(f"{path}: cannot be unpickled ({type(exc).__name__}: {exc})") from None
+        raise ModelError(
+            f"{path}: cannot be unpickled ({type(exc).__name__}: {first_line(exc)})"
+        ) from None

@@ -38,8 +38,15 @@ class TorchClassifier:
 
     CHUNK = 512
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: Any, *, input_shape: tuple[int | None, ...] | None = None) -> None:
         self.module = module
+        self.input_shape = input_shape
+        """The exported input's shape, None for a dynamic dimension (None: not known)."""
+        self.positive_output = 1
+        """Of a program with two outputs per row, the positive class's (the other is the
+        negative class's); the class-1 logit is their difference."""
+        self.output_width: int | None = None
+        """What the program returned per row on its last call: None for shape (n,), else k."""
 
     @classmethod
     def from_bytes(cls, data: bytes) -> TorchClassifier:
@@ -47,7 +54,7 @@ class TorchClassifier:
 
         with one_thread():
             program = torch.export.load(io.BytesIO(data))
-        return cls(program.module())
+        return cls(program.module(), input_shape=_input_shape(program))
 
     @classmethod
     def from_file(cls, path: Path | str) -> TorchClassifier:
@@ -70,13 +77,46 @@ class TorchClassifier:
             yield chunk, real
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        """The class-1 logit of each row, from any output contract :meth:`outputs` accepts."""
+        out = self.outputs(x)
+        if out.ndim == 1:
+            return out
+        if out.shape[1] == 1:
+            return out[:, 0]
+        # Two logits: softmax(z)[k] = sigmoid(z[k] - z[1 - k]), so the positive class's
+        # logit is the difference, and everything downstream (gradient, losses) holds.
+        k = self.positive_output
+        return out[:, k] - out[:, 1 - k]
+
+    def outputs(self, x: torch.Tensor) -> torch.Tensor:
+        """The program's raw output for ``x``: shape (n,), (n, 1) or (n, 2), else an error.
+
+        (n,) and (n, 1): the logit of class 1. (n, 2): the logits of the two classes,
+        the positive class's at :attr:`positive_output`.
+        """
         out: torch.Tensor = self.module(x)
-        if out.shape != (len(x),):
+        n = len(x)
+        if out.shape == (n,):
+            self.output_width = None
+        elif out.ndim == 2 and out.shape[0] == n and out.shape[1] in (1, 2):
+            self.output_width = int(out.shape[1])
+        else:
             raise ValueError(
-                f"the model returned shape {tuple(out.shape)} for {len(x)} rows; "
-                "expected one class-1 logit per row, shape (n,)"
+                f"the model returned shape {tuple(out.shape)} for {n} rows; expected the "
+                "class-1 logit per row, shape (n,) or (n, 1), or two class logits, (n, 2)"
             )
         return out
+
+    def raw_outputs(self, X: Any) -> Any:
+        """The program's outputs for rows ``X`` as float64, shape (n,) or (n, k)."""
+        import numpy as np
+        import torch
+
+        parts = []
+        with one_thread(), torch.no_grad():
+            for chunk, real in self._chunks(X):
+                parts.append(self.outputs(chunk)[:real].double().numpy())
+        return np.concatenate(parts)
 
     def logits(self, X: Any) -> Any:
         """``f(X)``: float32 logits of class 1, shape (n,)."""
@@ -145,3 +185,20 @@ class TorchClassifier:
             return np.empty((0, np.asarray(X).shape[1]))
         gradient: FloatArray = np.concatenate(parts)
         return gradient
+
+
+def _input_shape(program: Any) -> tuple[int | None, ...] | None:
+    """The shape of an exported program's one user input, None for each dynamic dimension."""
+    try:
+        names = [
+            spec.arg.name
+            for spec in program.graph_signature.input_specs
+            if spec.kind.name == "USER_INPUT"
+        ]
+        if len(names) != 1:
+            return None
+        node = next(n for n in program.graph.nodes if n.op == "placeholder" and n.name == names[0])
+        shape = node.meta["val"].shape
+    except (AttributeError, KeyError, StopIteration):
+        return None
+    return tuple(d if isinstance(d, int) else None for d in shape)

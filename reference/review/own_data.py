@@ -19,7 +19,8 @@ reviewer asks next to them:
   strongest of several attacks on equal groups, chosen on one half of the rows
   and measured on the other (:mod:`.membership`).
 - **Calibration** is the task's component (its ECE, quirks included) on every
-  test row, next to the diagnostics of :mod:`.diagnostics`.
+  test row, next to the diagnostics of :mod:`.diagnostics` and a test of
+  calibration by consistency resampling (:mod:`.consistency`).
 - **The boundary walk** steps in training-std units (:mod:`.walk`).
 - **Uncertainty**: BCa intervals of every component, the SPS and the main
   diagnostics, and the BCa confidence of each verdict (:mod:`.uncertainty`).
@@ -78,6 +79,8 @@ class OwnDataAudit:
     membership: dict[str, Any]
     robustness: dict[str, Any]
     features: dict[str, Any]
+    calibration_test: Any
+    """The consistency-resampling test of the task's ECE (:mod:`.consistency`)."""
     reasons: dict[str, str]
     """Why a statistic is undefined, by its dotted path in the report."""
     seconds: dict[str, float]
@@ -89,14 +92,32 @@ class OwnDataAudit:
         ``undefined`` maps its dotted path to a one-line reason.
         """
         from ..attacks.sps import rounded_report
+        from .findings import findings, verdict_line
         from .jsonready import json_ready
 
         report = rounded_report(self.components, self.params.weights, self.params.verdict)
+        uncertainty = self.uncertainty.as_dict()
+        found = findings(self.components, uncertainty["components"], self.params.floors)
+        test = self.calibration_test
+        for finding in found:
+            if finding["component"] == "calibration_ece" and test.p_value > 0.05:
+                # The task's ECE is biased upward on few rows: say when chance explains it.
+                finding["note"] = (
+                    f"the consistency test does not reject calibration (p = {test.p_value:.3f}): "
+                    f"on these {test.n_rows} rows a calibrated model's task ECE has a median of "
+                    f"{test.null_median:.3f}"
+                )
         report.update(
             {
+                # Next to the SPS's verdict: every component below its floor.
+                "findings": found,
+                "verdict_line": verdict_line(str(report["verdict"]), found),
                 "profile": PROFILE,
-                "uncertainty": self.uncertainty.as_dict(),
-                "diagnostics": self.diagnostics.as_dict(),
+                "uncertainty": uncertainty,
+                "diagnostics": {
+                    **self.diagnostics.as_dict(),
+                    "calibration_test": self.calibration_test.as_dict(),
+                },
                 "membership": self.membership,
                 "robustness": self.robustness,
                 "features": self.features,
@@ -225,7 +246,16 @@ def audit_own_data(
     from ..attacks.ece import calibration as task_calibration
     from ..attacks.sps import SPS_DECIMALS, security_posture_score
     from ..attacks.sps import verdict as verdict_of
-    from . import diagnostics, features, membership, replicates, robustness, uncertainty, walk
+    from . import (
+        consistency,
+        diagnostics,
+        features,
+        membership,
+        replicates,
+        robustness,
+        uncertainty,
+        walk,
+    )
 
     params = params or OwnDataParams()
     clock = _Clock(progress)
@@ -291,6 +321,13 @@ def audit_own_data(
     progress("calibration and diagnostics")
     calibration = task_calibration(y_test, answers.p_test, params=params.calibration)
     diag = diagnostics.diagnose(y_test, answers.p_test, task_bins=params.calibration.n_bins)
+    calibration_test = consistency.consistency_test(
+        y_test,
+        answers.p_test,
+        n_bins=params.calibration.n_bins,
+        n_resamples=params.n_boot,
+        seed=seed + 11,
+    )
     clock.done("calibration")
 
     progress(f"boundary walk ({params.walk_rows} rows x {params.walk.max_steps} steps)")
@@ -380,7 +417,12 @@ def audit_own_data(
         membership=mi.report,
         robustness=robustness_report,
         features=view.summary(),
-        reasons=_reasons(fgsm.result.single_class, diag, distance),
+        calibration_test=calibration_test,
+        reasons={
+            **_reasons(fgsm.result.single_class, diag, distance),
+            **boot.reasons(),
+            **_withheld_aucs(mi.report),
+        },
         seconds=clock.seconds,
     )
 
@@ -400,4 +442,17 @@ def _reasons(single_class: bool, diag: Any, distance: dict[str, Any] | None) -> 
         found["robustness.distance.median"] = (
             "no boundary was found: the model predicts one class on every reference row"
         )
+    return found
+
+
+def _withheld_aucs(membership: dict[str, Any], prefix: str = "membership") -> dict[str, str]:
+    """Why each attack's AUC interval is not shown, by its path in the report."""
+    found: dict[str, str] = {}
+    for key, value in membership.items():
+        if not isinstance(value, dict):
+            continue
+        interval = value.get("auc_interval")
+        if isinstance(interval, dict) and interval.get("withheld"):
+            found[f"{prefix}.{key}.auc_interval"] = str(interval["withheld"])
+        found.update(_withheld_aucs(value, f"{prefix}.{key}"))
     return found

@@ -14,6 +14,7 @@ from ..attacks.params import (
     Weights,
     as_dict,
 )
+from .findings import Floors
 
 PROFILE = "own-data"
 """The name this profile goes by in reports and on the command line."""
@@ -82,6 +83,8 @@ class OwnDataParams:
     calibration: CalibrationParams = CalibrationParams(n_bins=10, ece_scale=12.0)
     weights: Weights = Weights(0.35, 0.25, 0.20, 0.20)
     verdict: VerdictThresholds = VerdictThresholds(production=80.0, conditional=65.0)
+    floors: Floors = Floors()
+    """Each component's floor: below it, a finding next to the verdict (:mod:`.findings`)."""
     n_boot: int = 1000
 
     def summary(self) -> dict[str, Any]:

@@ -39,7 +39,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..attacks.params import COMPONENTS, VerdictThresholds, Weights
-from .bca import BCaInterval, bca_interval, confidence_below
+from .bca import BCaInterval, bca_interval, confidence_below, held
 from .replicates import (
     DIAGNOSTICS,
     ComponentRows,
@@ -87,6 +87,23 @@ class BootstrapResult:
     verdict_change_probability: float
     verdict_distribution: dict[str, float]
     replicates: dict[str, FloatArray]
+
+    def reasons(self) -> dict[str, str]:
+        """Why an interval, or the verdict's stability, is not shown, by report path."""
+        found: dict[str, str] = {}
+        for section, intervals in (
+            ("components", self.components),
+            ("diagnostics", self.diagnostics),
+        ):
+            for name, interval in intervals.items():
+                if interval.withheld:
+                    found[f"uncertainty.{section}.{name}"] = interval.withheld
+        if self.sps.withheld:
+            found["uncertainty.sps"] = self.sps.withheld
+            found["uncertainty.verdict_change_probability"] = (
+                "not computed: the SPS's interval is not shown (" + self.sps.withheld + ")"
+            )
+        return found
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -240,12 +257,14 @@ def bootstrap(
         sample["sps"] = _sps(sample, weights)
 
     def interval(name: str) -> BCaInterval:
-        return bca_interval(
+        found = bca_interval(
             point[name], replicates[name], [sample[name] for sample in jackknife], level=level
         )
+        return held(found, replicates[name])  # an interval that excludes its point is withheld
 
     sps = interval("sps")
-    distribution = _verdict_distribution(sps, replicates["sps"], thresholds)
+    # The verdict's stability only from an SPS interval that holds.
+    distribution = {} if sps.withheld else _verdict_distribution(sps, replicates["sps"], thresholds)
     changed = 1.0 - distribution.get(point_verdict, 0.0) if distribution else math.nan
     return BootstrapResult(
         n_boot=n_boot,
@@ -255,7 +274,7 @@ def bootstrap(
         sps=sps,
         diagnostics={name: interval(name) for name in DIAGNOSTICS},
         verdict=point_verdict,
-        verdict_change_probability=float(min(1.0, max(0.0, changed))),
+        verdict_change_probability=changed if math.isnan(changed) else min(1.0, max(0.0, changed)),
         verdict_distribution=distribution,
         replicates=replicates,
     )
@@ -302,4 +321,5 @@ def auc_interval(
             both: list[Any] = [counts, other] if side == 0 else [other, counts]
             out.append(plan.auc(np.concatenate(both, axis=1))[0])
         jackknife.append(np.concatenate(out))
-    return bca_interval(point, np.concatenate(values), jackknife, level=level)
+    replicates = np.concatenate(values)
+    return held(bca_interval(point, replicates, jackknife, level=level), replicates)

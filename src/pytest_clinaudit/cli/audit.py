@@ -92,6 +92,20 @@ def register(sub: Any) -> None:
         "--no-lira", action="store_true", help="skip LiRA (it refits the model four times)"
     )
     own.add_argument(
+        "--categorical",
+        metavar="COL,...",
+        help="number-coded columns that are categories (a grade 1-4, a site code): every attack "
+        "holds them fixed, as it holds text columns and missing cells",
+    )
+    own.add_argument(
+        "--positive-output",
+        type=int,
+        choices=(0, 1),
+        metavar="{0,1}",
+        help="for a torch .pt2 model returning two logits per row: which is the positive "
+        "class's (default 1)",
+    )
+    own.add_argument(
         "--recipe",
         metavar="VARIANT",
         help="for a torch .pt2 model: the variant whose MLP recipe trained it, so that LiRA "
@@ -252,6 +266,8 @@ def _audit_own_model(
             "--recipe names the torch recipe of a .pt2 model for the own-data audit's LiRA; "
             "scikit-learn models are refitted through sklearn.base.clone"
         )
+    if args.categorical is not None and args.params is not None:
+        raise CLIError("--categorical is part of the own-data profile; it cannot go with --params")
     if args.params is None:
         import dataclasses
 
@@ -269,6 +285,8 @@ def _audit_own_model(
             positive_class=args.positive_class,
             params=params,
             recipe=None if args.recipe is None else _torch_recipe(args, args.recipe),
+            categorical=_names(args.categorical),
+            positive_output=args.positive_output,
             progress=progress,
         )
         return report, f"{model_path.name} (profile own-data)"
@@ -290,6 +308,16 @@ def _audit_own_model(
         progress=progress,
     )
     return report, f"{model_path.name} (parameters: {spec})"
+
+
+def _names(listed: str | None) -> list[str]:
+    """``--categorical a,b`` as column names (spaces around a name dropped)."""
+    if listed is None:
+        return []
+    names = [name.strip() for name in listed.split(",") if name.strip()]
+    if not names:
+        raise CLIError("--categorical needs at least one column name (COL,...)")
+    return names
 
 
 def _torch_recipe(args: argparse.Namespace, name: str) -> Any:

@@ -9,12 +9,14 @@ reports.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_clinaudit.owner.inputs import read_own_data
+from pytest_clinaudit.owner.inputs import InputError, listed, read_own_data
 from pytest_clinaudit.owner.model import load_own_model
 
 if TYPE_CHECKING:
@@ -34,6 +36,35 @@ def _timed(progress: Progress) -> Progress:
         progress(f"[{time.perf_counter() - start:6.1f} s] {message}")
 
     return say
+
+
+MAX_WARNINGS = 20
+"""Distinct library warnings kept in the report (the count says how many there were)."""
+
+
+@contextlib.contextmanager
+def recorded_warnings() -> Iterator[dict[str, Any]]:
+    """Every Python warning raised inside, kept off the terminal and summarised for the report.
+
+    Yields a dict filled on exit: ``count`` (all warnings) and ``distinct``, one
+    line per distinct warning (``"UserWarning: ..."``, at most :data:`MAX_WARNINGS`).
+    A model's libraries warn about versions and feature names, and a line of
+    NumPy on the terminal reads like a failure; the report keeps them instead.
+    """
+    summary: dict[str, Any] = {"count": 0, "distinct": []}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield summary
+        finally:
+            lines = [
+                f"{w.category.__name__}: {str(w.message).strip().splitlines()[0][:300]}"
+                if str(w.message).strip()
+                else w.category.__name__
+                for w in caught
+            ]
+            summary["count"] = len(lines)
+            summary["distinct"] = list(dict.fromkeys(lines))[:MAX_WARNINGS]
 
 
 ATTACK_NAMES = {
@@ -60,8 +91,9 @@ def membership_attacks(membership: dict[str, Any]) -> list[tuple[str, dict[str, 
 def caveat_items(report: dict[str, Any]) -> list[tuple[str, str]]:
     """(kind, text) of what a reader must keep in mind with these numbers, from the report.
 
-    Kinds: ``sample-size``, ``ece``, ``low-fpr``, ``skipped``, ``held-fixed``,
-    ``undefined``, ``refit``.
+    Kinds: ``sample-size``, ``ece``, ``skipped``, ``held-fixed``, ``undefined``,
+    ``white-box``, ``refit``, ``warnings`` and, last, ``low-fpr`` (one line for
+    every point the sample sizes leave inestimable).
     """
     found: list[tuple[str, str]] = []
     n = report["details"]["n"]
@@ -82,19 +114,8 @@ def caveat_items(report: dict[str, Any]) -> list[tuple[str, str]]:
             "estimates in the diagnostics are the sound ones",
         )
     )
-    missing: dict[float, tuple[int, int]] = {}
-    for _, attack in membership_attacks(report["membership"]):
-        for point in attack.get("low_fpr", ()):
-            if not point["estimable"]:
-                missing[point["fpr"]] = (point["min_nonmembers"], point["n_nonmembers"])
-    for fpr, (needed, there) in sorted(missing.items(), reverse=True):
-        found.append(
-            (
-                "low-fpr",
-                f"TPR at {fpr:.1%} FPR is not estimable: it needs {needed} non-members "
-                f"(10 allowed false positives) and the attacks had {there}",
-            )
-        )
+    attacks = membership_attacks(report["membership"])
+    inestimable = not_estimable_line([(name, a.get("low_fpr", ())) for name, a in attacks])
     for key in ("lira", "boundary_distance"):
         skipped = report["membership"].get(key, {}).get("skipped")
         if skipped:
@@ -119,7 +140,53 @@ def caveat_items(report: dict[str, Any]) -> list[tuple[str, str]]:
             "fixed; they do not include retraining variability",
         )
     )
+    library = report.get("warnings", {})
+    if library.get("count"):
+        found.append(
+            (
+                "warnings",
+                f"the model's libraries warned {library['count']} times during the audit "
+                f"({len(library['distinct'])} distinct, in the report's warnings), first: "
+                f"{library['distinct'][0]}",
+            )
+        )
+    if inestimable:
+        # Last: a limit of the sample sizes, stated once, after the caveats that matter.
+        found.append(("low-fpr", inestimable))
     return found
+
+
+def not_estimable_line(attacks: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> str | None:
+    """One sentence for every low-FPR point no attack could estimate, or None if there is none.
+
+    ``attacks`` are (name, low-FPR points). Ten bullets, one per attack and rate, say
+    the same thing: the audit had too few non-members for that rate.
+    """
+    rates: dict[float, tuple[int, int]] = {}
+    names: list[str] = []
+    for name, points in attacks:
+        for point in points:
+            if not point.get("estimable", True):
+                rates[float(point["fpr"])] = (
+                    int(point["min_nonmembers"]),
+                    int(point["n_nonmembers"]),
+                )
+                names.append(name)
+    if not rates:
+        return None
+    order = sorted(rates, reverse=True)
+    had = sorted({there for _, there in rates.values()})
+    return (
+        f"TPR at {_and([f'{fpr:.1%}' for fpr in order])} FPR is not estimable "
+        f"({_and(list(dict.fromkeys(names)))}): "
+        f"{'it needs' if len(order) == 1 else 'they need'} "
+        f"{_and([str(rates[fpr][0]) for fpr in order])} non-members (10 allowed false "
+        f"positives) and the audit had {_and([str(n) for n in had])}"
+    )
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def caveats(report: dict[str, Any]) -> list[str]:
@@ -136,11 +203,17 @@ def audit_own_model(
     positive_class: str | None,
     params: OwnDataParams | None = None,
     recipe: Any = None,
+    categorical: Sequence[str] = (),
+    positive_output: int | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The own-data audit of a model file on two CSV files: the report as a JSON-ready dict.
 
     ``recipe`` is the torch MLP recipe that trained a ``.pt2`` program, for LiRA.
+    ``categorical`` names number-coded columns that are categories (``--categorical``):
+    like text columns and the columns the model records as categorical, every
+    attack holds them fixed. ``positive_output`` is which of a torch program's two
+    outputs per row is the positive class's (``--positive-output``).
 
     Raises
     ------
@@ -152,28 +225,50 @@ def audit_own_model(
     from pytest_clinaudit.reference.review.own_data import audit_own_data
 
     say = _timed(progress or (lambda _: None))
-    say(f"reading {train} and {test}")
-    data = read_own_data(train, test, label=label, positive_class=positive_class)
-    say(f"loading {model_path}")
-    model = load_own_model(model_path, data, recipe=recipe)
-    result = audit_own_data(
-        model.model,
-        data.dataset,
-        params,
-        categorical=data.categories.columns,
-        fit_shadow=model.fit_shadow,
-        lira_skipped=model.lira_skipped,
-        progress=say,
-    )
-    report = result.report()
+    with recorded_warnings() as library:
+        say(f"reading {train} and {test}")
+        data = read_own_data(train, test, label=label, positive_class=positive_class)
+        say(f"loading {model_path}")
+        declared = declared_columns(data.dataset.feature_names, categorical)
+        model = load_own_model(model_path, data, recipe=recipe, positive_output=positive_output)
+        held = sorted({*data.categories.columns, *model.categorical, *declared})
+        result = audit_own_data(
+            model.model,
+            data.dataset,
+            params,
+            categorical=held,
+            fit_shadow=model.fit_shadow,
+            lira_skipped=model.lira_skipped,
+            progress=say,
+        )
+        report = result.report()
     report["format"] = REPORT_FORMAT
     report["model"] = model.summary()
     report["data"] = data.summary()
     # The rows' content hash in canonical order: the same for any order of the files' rows.
     report["data"]["rows_sha256"] = report["details"]["data"]["sha256"]
+    names = data.dataset.feature_names
+    report["features"]["categorical_from"] = {
+        "text": [names[j] for j in data.categories.columns],
+        "model": [names[j] for j in model.categorical],
+        "declared": [names[j] for j in declared],
+    }
     report["seconds"] = result.seconds
+    report["warnings"] = library
     report["caveats"] = caveats(report)
     return report
+
+
+def declared_columns(feature_names: Sequence[str], declared: Sequence[str]) -> list[int]:
+    """The data columns ``--categorical`` names, checked against the data's feature columns."""
+
+    unknown = [name for name in declared if name not in feature_names]
+    if unknown:
+        raise InputError(
+            f"--categorical names {listed(unknown)}, which the data does not have as a feature; "
+            f"its features are {listed(list(feature_names))}"
+        )
+    return sorted({list(feature_names).index(name) for name in declared})
 
 
 def audit_with_task_params(
@@ -190,10 +285,14 @@ def audit_with_task_params(
     from pytest_clinaudit.reference.attacks.audit import audit
 
     say = _timed(progress or (lambda _: None))
-    data = read_own_data(train, test, label=label, positive_class=positive_class)
-    model = load_own_model(model_path, data)
-    result = audit(model.model, data.dataset, params, artifact_sha256=model.sha256, progress=say)
-    report = result.report()
+    with recorded_warnings() as library:
+        data = read_own_data(train, test, label=label, positive_class=positive_class)
+        model = load_own_model(model_path, data)
+        result = audit(
+            model.model, data.dataset, params, artifact_sha256=model.sha256, progress=say
+        )
+        report = result.report()
     report["model"] = model.summary()
     report["data"] = data.summary()
+    report["warnings"] = library
     return report

@@ -42,6 +42,15 @@ if TYPE_CHECKING:
 
 SHOWN_COLUMNS = 6
 
+MIN_ROWS_PER_CLASS = 10
+"""Rows of each class the test file needs. A bootstrap resample of a file with ``k``
+rows of a class lacks that class with probability about ``exp(-k)``: with 10, one
+resample in 22,000 (every interval is defined); with 3, one in 20; with 2 rows in
+all, the AUROC of a resample is undefined or 0 or 1."""
+
+DELIMITERS = {";": "semicolon", "\t": "tab", "|": "pipe"}
+"""Delimiters a header that reads as one column is checked for (the file must use commas)."""
+
 MISSING = frozenset(
     {"", "NA", "N/A", "n/a", "NaN", "nan", "-nan", "NULL", "null", "None", "<NA>", "#N/A"}
 )
@@ -93,11 +102,13 @@ class OwnData:
                 "path": str(self.train.path),
                 "sha256": self.train.sha256,
                 "rows": self.dataset.n_train,
+                "positives": int(self.dataset.y_train.sum()),
             },
             "test": {
                 "path": str(self.test.path),
                 "sha256": self.test.sha256,
                 "rows": self.dataset.n_test,
+                "positives": int(self.dataset.y_test.sum()),
             },
         }
 
@@ -125,6 +136,15 @@ def _header(path: Path) -> list[str]:
     if not header:
         raise InputError(f"{path}: the file is empty; expected a header row of column names")
     names = [name.strip() for name in header]
+    if len(names) == 1:
+        found = [(names[0].count(d), d) for d in DELIMITERS if d in names[0]]
+        if found:
+            _, delimiter = max(found)
+            raise InputError(
+                f"{path}: the header reads as one column ({names[0][:60]!r}); the file looks "
+                f"{DELIMITERS[delimiter]}-separated ({delimiter!r}): save it with commas as the "
+                "delimiter"
+            )
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise InputError(f"{path}: duplicate column names {listed(duplicated)}")
@@ -132,18 +152,23 @@ def _header(path: Path) -> list[str]:
 
 
 def _load_columns(path: Path, columns: Sequence[int], dtype: Any) -> Any:
+    import warnings
+
     import numpy as np
 
-    return np.loadtxt(
-        path,
-        delimiter=",",
-        skiprows=1,
-        usecols=list(columns),
-        dtype=dtype,
-        ndmin=2,
-        encoding="utf-8-sig",
-        quotechar='"',
-    )
+    with warnings.catch_warnings():
+        # "loadtxt: input contained no data": a header-only file, said below in one line.
+        warnings.simplefilter("ignore", UserWarning)
+        return np.loadtxt(
+            path,
+            delimiter=",",
+            skiprows=1,
+            usecols=list(columns),
+            dtype=dtype,
+            ndmin=2,
+            encoding="utf-8-sig",
+            quotechar='"',
+        )
 
 
 def _ragged(path: Path, header: list[str]) -> InputError:
@@ -337,6 +362,13 @@ def read_own_data(train: Path, test: Path, *, label: str, positive_class: str | 
             raise InputError(
                 f"the {split} file holds one class only; an audit needs both classes in each file"
             )
+    positives = int(y_test.sum())
+    negatives = len(y_test) - positives
+    if min(positives, negatives) < MIN_ROWS_PER_CLASS:
+        raise InputError(
+            f"{test}: the test file is too small to audit: {positives} positive and {negatives} "
+            f"negative rows, and an audit needs at least {MIN_ROWS_PER_CLASS} rows of each class"
+        )
     X_train, X_test, categories = _categorical(train_file, test_file, label)
     dataset = Dataset(
         name=train.stem,

@@ -46,9 +46,18 @@ class OwnModel:
     fit_shadow: FitShadow | None
     lira_skipped: str | None = None
     """Why LiRA cannot refit this model's recipe, when ``fit_shadow`` is None."""
+    categorical: tuple[int, ...] = ()
+    """Data columns the model itself records as categorical (:mod:`~pytest_clinaudit.reference.
+    models.fitted`): given to it as categories, and held fixed by every attack."""
+
+    output: str | None = None
+    """What a torch program's output means (the contract it was audited under)."""
 
     def summary(self) -> dict[str, Any]:
-        return {"path": str(self.path), "sha256": self.sha256, "kind": self.kind}
+        found = {"path": str(self.path), "sha256": self.sha256, "kind": self.kind}
+        if self.output is not None:
+            found["output"] = self.output
+        return found
 
 
 def probe_rows(data: OwnData) -> FloatArray:
@@ -104,18 +113,35 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def load_own_model(path: Path, data: OwnData, *, recipe: Any = None) -> OwnModel:
+def load_own_model(
+    path: Path, data: OwnData, *, recipe: Any = None, positive_output: int | None = None
+) -> OwnModel:
     """Load the model file the owner named, adapt it to the data and probe its answers.
 
     Unpickling runs code from the file: only ever called on the path the user
     passed with ``--model``. ``recipe`` is the torch MLP recipe that trained a
-    ``.pt2`` program (``--recipe``), so that LiRA can refit its shadows.
+    ``.pt2`` program (``--recipe``), so that LiRA can refit its shadows;
+    ``positive_output`` is which of such a program's two outputs per row is the
+    positive class's (``--positive-output``; default 1).
     """
     from pytest_clinaudit.reference import models
 
-    unusual = _unusual(data)
     try:
         raw = models.load_model_file(path)
+    except models.ModelError as exc:
+        raise InputError(str(exc)) from None  # not a model: that, and only that
+    _check_is_model(path, raw)
+    from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
+
+    torch_program = isinstance(raw, TorchClassifier)
+    if positive_output is not None:
+        if not torch_program:
+            raise InputError(
+                "--positive-output chooses between a torch program's two outputs per row; "
+                f"{path} is not a torch program"
+            )
+        raw.positive_output = positive_output
+    try:
         model = models.adapt_model(
             raw,
             feature_names=data.dataset.feature_names,
@@ -132,12 +158,50 @@ def load_own_model(path: Path, data: OwnData, *, recipe: Any = None) -> OwnModel
             )
     except models.ModelError as exc:
         # The model's own words first; then what the data holds that it may not take.
+        unusual = _unusual(data)
         context = (
             f" (the data holds {unusual}: the model cannot take it as it is)" if unusual else ""
         )
         raise InputError(f"{exc}{context}") from None
+    output = None
+    if torch_program:
+        width = raw.output_width
+        if positive_output is not None and width != 2:
+            raise InputError(
+                f"--positive-output chooses between two outputs per row; the torch program "
+                f"returns {'one' if width is None or width == 1 else width} per row"
+            )
+        output = _torch_contract(width, raw.positive_output)
     fit_shadow, skipped = _shadow_fitter(raw, model, data, recipe)
-    return OwnModel(path, sha256_file(path), _kind(raw), model, fit_shadow, skipped)
+    categorical = tuple(getattr(model, "categorical_columns", ()))
+    return OwnModel(
+        path, sha256_file(path), _kind(raw), model, fit_shadow, skipped, categorical, output
+    )
+
+
+def _torch_contract(width: int | None, positive: int) -> str:
+    """What the program's output was audited as, for the report."""
+    if width == 2:
+        return (
+            f"two class logits per row, shape (n, 2); output {positive} is the positive "
+            f"class's (--positive-output), p = softmax, the class-1 logit z[{positive}] - "
+            f"z[{1 - positive}]"
+        )
+    shape = "(n,)" if width is None else "(n, 1)"
+    return f"the positive class's logit per row, shape {shape}; p = sigmoid"
+
+
+def _check_is_model(path: Path, raw: Any) -> None:
+    """Refuse a file that unpickled to something that is no model at all (a dict, an array)."""
+    from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
+
+    if isinstance(raw, TorchClassifier) or type(raw).__name__ == "Booster":
+        return
+    if not any(callable(getattr(raw, name, None)) for name in ("predict_proba", "predict")):
+        raise InputError(
+            f"{path}: holds a {type(raw).__module__.split('.')[0]}.{type(raw).__name__}, not a "
+            "model (it has neither predict_proba nor predict)"
+        )
 
 
 def _shadow_fitter(raw: Any, model: Any, data: OwnData, recipe: Any) -> tuple[Any, str | None]:

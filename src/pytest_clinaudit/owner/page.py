@@ -24,6 +24,20 @@ NO_DISTANCES: dict[str, Any] = {
 PAGE_WRITES_CAVEATS = ("sample-size", "ece", "low-fpr")
 """Caveat kinds the audit page states itself, from the same numbers."""
 
+NO_CAP = 2**53
+"""A row cap at or above this is the code's way of saying "no cap" (``eval_cap = 1 << 62``);
+the page says that in words instead of printing the sentinel."""
+
+
+def shown_parameters(parameters: Any) -> Any:
+    """The parameters as a reader should see them: a "no cap" sentinel in words."""
+    if isinstance(parameters, dict):
+        return {key: shown_parameters(value) for key, value in parameters.items()}
+    if isinstance(parameters, int) and not isinstance(parameters, bool) and parameters >= NO_CAP:
+        return "no cap (every row)"
+    return parameters
+
+
 DIAGNOSTIC_NOTES = {
     "auroc": "discrimination over every test row; 0.5 is chance",
     "brier": "mean squared error of the probabilities; lower is better",
@@ -35,6 +49,13 @@ DIAGNOSTIC_NOTES = {
 def _interval(report: dict[str, Any], name: str) -> dict[str, Any]:
     interval: dict[str, Any] = report["uncertainty"].get("diagnostics", {}).get(name, {})
     return {"low": interval.get("low"), "high": interval.get("high")}
+
+
+def _withheld(report: dict[str, Any], name: str, note: str) -> str:
+    """``note``, and why the diagnostic's interval is not shown when it is not."""
+    interval = report["uncertainty"].get("diagnostics", {}).get(name, {})
+    why = interval.get("withheld")
+    return f"{note}; no interval: {why.removesuffix(': no interval is shown')}" if why else note
 
 
 def _rms(interval: dict[str, Any]) -> dict[str, Any]:
@@ -50,6 +71,22 @@ def _undefined_note(report: dict[str, Any], path: str, note: str) -> str:
     return f"undefined: {reason}" if reason else note
 
 
+def _consistency_row(test: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The calibration test as a diagnostics row (none in a report from before it)."""
+    if not test:
+        return []
+    return [
+        {
+            "label": "Calibration test: p-value of the task ECE",
+            "value": test["p_value"],
+            "note": f"consistency resampling: {test['n_resamples']} draws of the outcomes from "
+            f"the model's own probabilities give a calibrated model's task ECE (median "
+            f"{test['null_median']:.4f} on these rows, against {test['observed']:.4f}); a small "
+            "p-value says the gaps are larger than chance, at the stated error rate",
+        }
+    ]
+
+
 def _diagnostics(report: dict[str, Any]) -> list[dict[str, Any]]:
     d = report["diagnostics"]
     recalibration = d["recalibration"]
@@ -58,21 +95,26 @@ def _diagnostics(report: dict[str, Any]) -> list[dict[str, Any]]:
             "label": "AUROC (all test rows)",
             "value": d["auroc"],
             **_interval(report, "auroc"),
-            "note": _undefined_note(report, "diagnostics.auroc", DIAGNOSTIC_NOTES["auroc"]),
+            "note": _withheld(
+                report,
+                "auroc",
+                _undefined_note(report, "diagnostics.auroc", DIAGNOSTIC_NOTES["auroc"]),
+            ),
         },
         {
             "label": "Brier score",
             "value": d["brier"],
             **_interval(report, "brier"),
-            "note": DIAGNOSTIC_NOTES["brier"],
+            "note": _withheld(report, "brier", DIAGNOSTIC_NOTES["brier"]),
         },
         {
             "label": "Task ECE (the calibration component's)",
             "value": d["ece_task"],
             **_interval(report, "ece"),
             "digits": 4,
-            "note": "10 equal-width bins, the task's quirks included",
+            "note": _withheld(report, "ece", "10 equal-width bins, the task's quirks included"),
         },
+        *_consistency_row(d.get("calibration_test")),
         {
             "label": "Calibration slope",
             "value": recalibration["slope"],
@@ -90,8 +132,12 @@ def _diagnostics(report: dict[str, Any]) -> list[dict[str, Any]]:
             "value": d["debiased_l2"]["rms"],
             **_rms(_interval(report, "debiased_l2")),
             "digits": 4,
-            "note": "Kumar et al. 2019, equal-mass bins; a one-row bin counts 0; the interval "
-            "is the squared error's, as an RMS",
+            "note": _withheld(
+                report,
+                "debiased_l2",
+                "Kumar et al. 2019, equal-mass bins; a one-row bin counts 0; the interval "
+                "is the squared error's, as an RMS",
+            ),
         },
     ]
     component = report["membership"]["component"]
@@ -197,12 +243,21 @@ def audit_page_context(report: dict[str, Any], *, title: str | None = None) -> d
                 "sha256": data[role]["sha256"],
                 "rows": data[role]["rows"],
                 "label": data["label"],
-                **({"positives": diagnostics["n_positive"]} if role == "test" else {}),
+                "positives": data[role].get(
+                    "positives", diagnostics["n_positive"] if role == "test" else None
+                ),
             }
             for role in ("train", "test")
         ],
-        "parameters": {"profile": report["profile"], **parameters},
+        "parameters": shown_parameters({"profile": report["profile"], **parameters}),
         "uncertainty": report["uncertainty"],
+        "findings": [
+            {
+                "text": f["text"],
+                "reason": f["reason"] + (f" ({f['note']})" if f.get("note") else ""),
+            }
+            for f in report.get("findings", ())
+        ],
         "weights": parameters["weights"],
         "thresholds": parameters["verdict"],
         "samples": {
@@ -226,7 +281,10 @@ def audit_page_context(report: dict[str, Any], *, title: str | None = None) -> d
                 "bins": diagnostics["reliability_equal_mass"],
                 "task_bins": diagnostics["reliability_uniform"],
             },
-            "membership": [attack for _, attack in membership_attacks(report["membership"])],
+            "membership": [
+                {**attack, "name": name}
+                for name, attack in membership_attacks(report["membership"])
+            ],
             "adversarial": _adversarial(report),
             "boundary": {
                 **(report["robustness"]["distance"] or NO_DISTANCES),
@@ -235,7 +293,13 @@ def audit_page_context(report: dict[str, Any], *, title: str | None = None) -> d
         },
         # The page writes its own caveats on sample sizes, the task's ECE and
         # inestimable low-FPR points; the report's other ones are added.
-        "caveats": [text for kind, text in caveat_items(report) if kind not in PAGE_WRITES_CAVEATS],
+        "caveats": [
+            text
+            for kind, text in caveat_items(report)
+            if kind not in PAGE_WRITES_CAVEATS
+            # the page says itself which component and SPS intervals are not shown
+            and not (kind == "undefined" and text.startswith("uncertainty."))
+        ],
     }
     if title is not None:
         context["title"] = title

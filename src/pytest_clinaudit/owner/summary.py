@@ -16,6 +16,8 @@ def _number(value: Any, digits: int = 4) -> str:
 
 
 def _interval(interval: dict[str, Any], digits: int = 4) -> str:
+    if interval.get("withheld"):
+        return "[no interval: it excludes its point]"
     return f"[{_number(interval['low'], digits)}, {_number(interval['high'], digits)}]"
 
 
@@ -42,24 +44,51 @@ def _point(point: dict[str, Any]) -> str:
     )
 
 
+def _consistency(test: dict[str, Any] | None) -> str:
+    """The calibration test's line: the task's ECE against a calibrated model's."""
+    if not test:
+        return ""
+    return (
+        f"    calibration test (consistency resampling, {test['n_resamples']} draws of the "
+        f"outcomes from the model's own probabilities): task ECE {_number(test['observed'])} "
+        f"against a calibrated model's median {_number(test['null_median'])}, "
+        f"p = {_number(test['p_value'], 3)}"
+    )
+
+
 def format_own_audit(title: str, report: dict[str, Any]) -> str:
     """What the terminal shows after an own-model audit."""
     boot = report["uncertainty"]
     level = f"{boot['level']:.0%}"
-    stability = 1.0 - boot["verdict_change_probability"]
+    change = boot["verdict_change_probability"]
     undefined = report.get("undefined", {})
-    lines = [
-        f"{title}: SPS {report['sps']:.2f} {_interval(boot['sps'], 2)} ({level} BCa interval), "
-        f"{report['verdict']}",
-        f"  verdict held with {stability:.1%} confidence (BCa, {boot['n_boot']} bootstrap "
-        "resamples)"
-        + (
-            ""
-            if stability >= 0.95
-            else "  <- the verdict is not stable: more evaluation rows would settle it"
-        ),
-        f"  {'component':<33}{'value':>8}  {level} interval    bootstrap bias",
+    sps_interval = (
+        "(no interval: it excludes its point, see below)"
+        if boot["sps"].get("withheld")
+        else f"{_interval(boot['sps'], 2)} ({level} BCa interval)"
+    )
+    lines = [f"{title}: SPS {report['sps']:.2f} {sps_interval}, {report['verdict']}"]
+    if change is None:
+        lines.append("  verdict stability not computed: the SPS's interval is not shown")
+    else:
+        stability = 1.0 - change
+        lines.append(
+            f"  verdict held with {stability:.1%} confidence (BCa, {boot['n_boot']} bootstrap "
+            "resamples)"
+            + (
+                ""
+                if stability >= 0.95
+                else "  <- the verdict is not stable: more evaluation rows would settle it"
+            )
+        )
+    found = report.get("findings", [])
+    if "verdict_line" in report:
+        lines.append(f"  {report['verdict_line']}")
+    lines += [
+        f"    - {f['text']}: {f['reason']}" + (f" ({f['note']})" if f.get("note") else "")
+        for f in found
     ]
+    lines.append(f"  {'component':<33}{'value':>8}  {level} interval    bootstrap bias")
     for name in COMPONENTS:
         interval = boot["components"][name]
         lines.append(
@@ -81,6 +110,7 @@ def format_own_audit(title: str, report: dict[str, Any]) -> str:
         f"    calibration slope {_number(recal['slope'], 3)}, intercept "
         f"{_number(recal['intercept'], 3)}"
         + (f" ({recal['reason']})" if recal.get("reason") else ""),
+        _consistency(d.get("calibration_test")),
         f"    ECE: equal-mass {_number(d['ece_equal_mass'])}, "
         f"debiased L2 (RMS, Kumar et al.) {_number(d['debiased_l2']['rms'])}"
         + _rms(intervals.get("debiased_l2")),
@@ -127,4 +157,4 @@ def format_own_audit(title: str, report: dict[str, Any]) -> str:
         f"{data['test']['rows']} test rows (sha256 {data['test']['sha256'][:16]}); "
         f"positive class {data['positive_class']!r} of {data['label']!r}"
     )
-    return "\n".join(line.rstrip() for line in lines)
+    return "\n".join(line.rstrip() for line in lines if line)

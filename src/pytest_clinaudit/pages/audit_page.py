@@ -31,6 +31,11 @@ uncertainty : mapping
     (the BCa confidence that the SPS lies outside the verdict's band),
     ``verdict_distribution`` ({verdict: BCa confidence of its band}); optional
     ``seed``, ``method``.
+findings : list of mappings, optional
+    Components below their floor, shown in the verdict box next to the SPS's
+    verdict: ``text`` ("membership: fails (0.545 < 0.70)"), optional ``reason``.
+    An empty list says every component met its floor; leaving the key out says
+    nothing about floors.
 weights : mapping
     Component -> its weight in the SPS (they sum to 1).
 thresholds : mapping
@@ -228,7 +233,10 @@ def _components(context: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "meaning": MEANINGS[name],
                 "point": _fixed(point, 4),
                 "point_value": point,
-                "interval": f"{_fixed(interval.get('low'), 4)} – {_fixed(interval.get('high'), 4)}",
+                "interval": "not shown"
+                if interval.get("withheld")
+                else f"{_fixed(interval.get('low'), 4)} – {_fixed(interval.get('high'), 4)}",
+                "withheld": interval.get("withheld"),
                 "bar": _interval_bar(point, interval.get("low"), interval.get("high"), 1.0),
                 "bias": _signed(interval.get("bias"), 4),
                 "weight": _fixed(weight, 2),
@@ -257,16 +265,24 @@ def _verdict(context: Mapping[str, Any]) -> dict[str, Any]:
         )
     ]
     sps = u["sps"]
+    findings = context.get("findings")
     return {
+        "findings": None
+        if findings is None
+        else [{"text": str(f["text"]), "reason": str(f.get("reason", ""))} for f in findings],
         "word": str(u["verdict"]),
         "class": verdict_class(str(u["verdict"])),
         "sps": _fixed(sps.get("point"), 2),
-        "sps_interval": f"{_fixed(sps.get('low'), 2)} – {_fixed(sps.get('high'), 2)}",
+        "sps_interval": "not shown"
+        if sps.get("withheld")
+        else f"{_fixed(sps.get('low'), 2)} – {_fixed(sps.get('high'), 2)}",
         "level": _percent(u["level"], 0),
         "n_boot": u["n_boot"],
         "seed": u.get("seed"),
         "method": u.get("method"),
         "holds": _percent(None if change is None else 1.0 - change),
+        "stability_shown": change is not None,
+        "withheld": sps.get("withheld"),
         "change": _percent(change),
         "unstable": change is not None and change > 0.05,
         "distribution": distribution,
@@ -288,15 +304,6 @@ def _caveats(context: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[str
         "with other patients from the same population. They do not cover refitting the model "
         "or the attacks.",
     ]
-    for attack in context["figures"]["membership"]:
-        for point in attack.get("low_fpr", ()):
-            if not point.get("estimable", True):
-                caveats.append(
-                    f"{attack['name']}: the true-positive rate at {_percent(point['fpr'], 1)} "
-                    f"false positives is not estimable: it needs at least "
-                    f"{point['min_nonmembers']} non-members (ten allowed false positives), and "
-                    f"this audit had {point['n_nonmembers']}."
-                )
     caveats.append(
         f"The task's ECE. The calibration component is computed from the task's ECE on "
         f"{ece['n_bins']} equal-width bins, reproduced with its quirks so that audits stay "
@@ -311,12 +318,63 @@ def _caveats(context: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[str
             if ece.get("debiased_rms") is not None
             else ""
         )
-        + f". With {samples['test']} rows the calibration component's interval is "
-        f"{_fixed(calibration.get('low'), 3)} – {_fixed(calibration.get('high'), 3)}: read "
-        "it as a range, not a point; the reliability diagram shows where the gaps are."
+        + (
+            f". With {samples['test']} rows the calibration component's interval is "
+            f"{_fixed(calibration.get('low'), 3)} – {_fixed(calibration.get('high'), 3)}: read "
+            "it as a range, not a point; the reliability diagram shows where the gaps are."
+            if not calibration.get("withheld")
+            else ". The reliability diagram shows where the gaps are."
+        )
     )
+    withheld = [
+        (COMPONENT_LABELS[name], interval["withheld"])
+        for name, interval in context["uncertainty"]["components"].items()
+        if name in COMPONENT_LABELS and interval.get("withheld")
+    ]
+    if context["uncertainty"]["sps"].get("withheld"):
+        withheld.append(("SPS", context["uncertainty"]["sps"]["withheld"]))
+    for label, why in withheld:
+        caveats.append(
+            f"{label}: no interval is shown, because {why.removesuffix(': no interval is shown')}."
+            + (
+                " The verdict's stability is not computed either: it is read off the SPS's "
+                "interval."
+                if label == "SPS"
+                else ""
+            )
+        )
     caveats += [str(c) for c in context.get("caveats", ())]
+    inestimable = _not_estimable(context["figures"]["membership"])
+    if inestimable:
+        caveats.append(inestimable)  # last: one line for what the sample sizes cannot show
     return caveats
+
+
+def _not_estimable(attacks: Sequence[Mapping[str, Any]]) -> str | None:
+    """One sentence for every low-FPR point no attack could estimate, or None."""
+    rates: dict[float, tuple[Any, Any]] = {}
+    names: list[str] = []
+    for attack in attacks:
+        for point in attack.get("low_fpr", ()):
+            if not point.get("estimable", True):
+                rates[float(point["fpr"])] = (point["min_nonmembers"], point["n_nonmembers"])
+                names.append(str(attack["name"]))
+    if not rates:
+        return None
+    order = sorted(rates, reverse=True)
+    had = sorted({str(there) for _, there in rates.values()})
+    return (
+        f"Low false-positive rates: the true-positive rate at "
+        f"{_joined([_percent(fpr, 1) for fpr in order])} false positives is not estimable "
+        f"for {_joined(list(dict.fromkeys(names)))}: "
+        f"{'it needs' if len(order) == 1 else 'they need'} at least "
+        f"{_joined([str(rates[fpr][0]) for fpr in order])} non-members (ten allowed false "
+        f"positives), and this audit had {_joined(had)}."
+    )
+
+
+def _joined(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _diagnostics(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

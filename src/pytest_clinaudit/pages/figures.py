@@ -167,7 +167,9 @@ def _wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # The interval holds p; at p = 0 or 1 rounding can put an end a hair past it, and a
+    # negative error bar is an error in matplotlib.
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def reliability_diagram(
