@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from grading_helpers import grading_args, reference_report, write_json
+from grading_helpers import grading_args, reference_report, submitted, write_json
 from page_helpers import HOSTILE
 
 pytest.importorskip("pytest_html", reason="pytest-html is not installed (pip install '.[test]')")
@@ -29,7 +29,7 @@ def grade_page(
     """Grade a submission whose SPS is 20 off with --html; return the page and the score JSON."""
     report = reference_report(warm_cache, "wdbc-hard")
     report["sps"] = round(report["sps"] - 20.0, 2)
-    submission = write_json(pytester.path / "report.json", report)
+    submission = write_json(submitted(pytester.path), report)
     result = pytester.runpytest_subprocess(
         *grading_args(submission, "wdbc-hard", warm_cache),
         "--html",
@@ -113,7 +113,7 @@ def test_without_pytest_html_active_the_grade_columns_are_not_registered(
         "    print('COLUMNS', config.pluginmanager.has_plugin('clinaudit-html'))\n"
     )
     report = reference_report(warm_cache, "wdbc-hard")
-    submission = write_json(pytester.path / "report.json", report)
+    submission = write_json(submitted(pytester.path), report)
     result = pytester.runpytest_subprocess(
         *grading_args(submission, "wdbc-hard", warm_cache), "-p", "no:html", "-s"
     )
