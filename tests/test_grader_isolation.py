@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -313,3 +314,78 @@ def test_both_executors_of_grade_many_grade_without_the_workspaces_files(
     assert finished.exit_code == 1, finished.output
     assert _score(score)["score"] == 0.0
     assert _loaded(run) == []
+
+
+# ------------------------------------------------------------ the folder and its parts
+
+
+def test_a_path_through_a_symlink_names_the_folder_it_resolves_to(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, cache: Path
+) -> None:
+    run = _hostile_run(tmp_path_factory, tmp_path, ["pytest.ini"])
+    workspace = run / WORKSPACE_DIR
+    link = tmp_path / "link"
+    link.symlink_to(workspace, target_is_directory=True)
+    score = tmp_path / "score.json"
+    result = _run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--submission",
+            str(link / "report.json"),
+            "--variant",
+            VARIANT,
+            "--clinaudit-score-json",
+            str(score),
+        ],
+        cwd=workspace,
+        env=_environment(cache),
+    )
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+    assert f"inside {workspace.resolve()}, the submission's folder" in result.stderr
+    assert _score(score)["score"] == 0.0
+
+
+def test_a_symlinked_report_makes_its_targets_folder_the_agents_too(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "graded").mkdir()
+    (tmp_path / "ws" / "report.json").write_text("{}")
+    (tmp_path / "graded" / "report.json").symlink_to(tmp_path / "ws" / "report.json")
+    folders = isolation.submission_folders(tmp_path / "graded" / "report.json")
+    assert folders == ((tmp_path / "graded").resolve(), (tmp_path / "ws").resolve())
+    assert isolation.inside(tmp_path / "ws" / "conftest.py", folders)
+    assert not isolation.inside(tmp_path, folders)
+
+
+def test_the_session_environment_drops_what_configures_pytest_and_paths_into_the_folder(
+    tmp_path: Path,
+) -> None:
+    workspace, library = tmp_path / "ws", tmp_path / "lib"
+    workspace.mkdir()
+    library.mkdir()
+    env = {
+        "PYTEST_ADDOPTS": "-p mine",
+        "PYTEST_PLUGINS": "mine",
+        "PYTHONPATH": os.pathsep.join([str(workspace / "sub"), str(library), "relative"]),
+        "CLINAUDIT_CACHE_DIR": "/c",
+    }
+    cleaned = isolation.session_environment(env, workspace / "report.json")
+    assert cleaned == {
+        "PYTHONPATH": os.pathsep.join([str(library), "relative"]),
+        "CLINAUDIT_CACHE_DIR": "/c",
+    }
+
+
+def test_a_report_in_the_temporary_directory_gets_a_scratch_directory_elsewhere() -> None:
+    report = Path(tempfile.gettempdir()) / "report.json"
+    parent = isolation.scratch_parent(report)
+    assert not isolation.inside(parent, isolation.submission_folders(report))
+    with pytest.raises(RuntimeError, match="move the report into a folder of its own"):
+        isolation.scratch_parent(Path("/report.json"))
+
+
+def test_the_submission_is_read_from_either_spelling_of_the_flag() -> None:
+    assert isolation.submission_argument(["-q", "--submission", "a/r.json"]) == Path("a/r.json")
+    assert isolation.submission_argument(["--submission=b.json", "-q"]) == Path("b.json")
+    assert isolation.submission_argument(["-q"]) is None
