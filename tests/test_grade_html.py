@@ -119,3 +119,20 @@ def test_without_pytest_html_active_the_grade_columns_are_not_registered(
     )
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*COLUMNS False*"])
+
+
+def test_clinaudit_grade_writes_the_same_page(
+    tmp_path: Path, warm_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_clinaudit.cli import main
+
+    report = reference_report(warm_cache, "wdbc-hard")
+    report["sps"] = round(report["sps"] - 20.0, 2)
+    submission = write_json(tmp_path / "report.json", report)
+    page = tmp_path / "pages" / "grade.html"
+    args = ["grade", str(submission), "--variant", "wdbc-hard", "--cache-dir", str(warm_cache)]
+    assert main([*args, "--html", str(page)]) == 1, capsys.readouterr()
+    text = page.read_text(encoding="utf-8")
+    rows = _rows(text)
+    assert rows["wdbc-hard::sps"][2:5] == ["credit", "0.6", "0"]  # kind, weight, credit
+    assert 'class="clinaudit-grade"' in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shlex
 import sys
 from pathlib import Path
@@ -48,6 +49,13 @@ def register(sub: Any) -> None:
     )
     grade.add_argument(
         "--junit-xml", type=Path, metavar="PATH", help="also write the JUnit XML here"
+    )
+    grade.add_argument(
+        "--html",
+        type=Path,
+        metavar="PATH",
+        help="also write pytest-html's page of the session, with the grade's columns "
+        "(needs pytest-html)",
     )
     grade.add_argument(
         "--fail-under",
@@ -113,7 +121,17 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         if directory is not None and not directory.is_dir():
             print(f"clinaudit grade: error: {flag} {directory}: not a directory", file=sys.stderr)
             return EXIT_USAGE
-    extra = () if args.fail_under is None else (options.FAIL_UNDER, f"{args.fail_under!r}")
+    if args.html is not None and importlib.util.find_spec("pytest_html") is None:
+        print(
+            "clinaudit grade: error: --html needs pytest-html (pip install pytest-html)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    extra: list[str] = []
+    if args.fail_under is not None:
+        extra += [options.FAIL_UNDER, f"{args.fail_under!r}"]
+    if args.html is not None:
+        extra += [f"--html={_absolute(args.html)}", "--self-contained-html"]
     try:
         document = grade(
             _absolute(args.report) or args.report,
