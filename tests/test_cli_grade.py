@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from grading_helpers import reference_report, warm_cache_dir, write_json
+from grading_helpers import REPO, reference_report, warm_cache_dir, write_json
 
 from pytest_clinaudit.cli import main
 
@@ -124,3 +124,26 @@ def test_the_command_clinaudit_build_prints_grades_the_workspace(
     write_json(out / "workspace" / "report.json", reference_report(cache, "wdbc-hard"))
     assert main(command[1:]) == 0
     assert "clinaudit: wdbc-hard score 1.000" in capsys.readouterr().out
+
+
+def _readme_first_grading_command() -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    first = next(line for line in block.splitlines() if line and not line.startswith("#"))
+    return first.rsplit("&& ", 1)[1].strip()
+
+
+def test_the_readmes_first_command_is_cis_main_job_and_grades_the_example(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = _readme_first_grading_command()
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    main_job = ci[ci.index('echo "== the main job on the bundled example"') + 1]
+    assert main_job == command
+    words = shlex.split(command)
+    assert words[:2] == ["clinaudit", "grade"]
+    monkeypatch.chdir(REPO)
+    assert main([*words[1:], "--cache-dir", str(cache)]) == 0
+    assert "clinaudit: wdbc-hard score 1.000 (profile strict) category none" in (
+        capsys.readouterr().out
+    )
