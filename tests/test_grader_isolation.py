@@ -389,3 +389,22 @@ def test_the_submission_is_read_from_either_spelling_of_the_flag() -> None:
     assert isolation.submission_argument(["-q", "--submission", "a/r.json"]) == Path("a/r.json")
     assert isolation.submission_argument(["--submission=b.json", "-q"]) == Path("b.json")
     assert isolation.submission_argument(["-q"]) is None
+
+
+def test_imported_code_is_found_through_symlinks_and_a_relative_file_name_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    workspace = tmp_path / "ws"
+    (workspace / "pkg").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(workspace, target_is_directory=True)
+    planted = types.ModuleType("planted")
+    planted.__file__ = str(tmp_path / "link" / "pkg" / "planted.py")
+    named = types.ModuleType("named")  # torch's _classes and _ops are named "_classes.py"
+    named.__file__ = "named.py"
+    monkeypatch.setitem(sys.modules, "planted", planted)
+    monkeypatch.setitem(sys.modules, "named", named)
+    monkeypatch.chdir(workspace)
+    folders = isolation.submission_folders(workspace / "report.json")
+    assert isolation.imported_from(folders) == [planted.__file__]
