@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 from grading_helpers import warm_cache_dir
+from hostile_workspace import CONFIGURATIONS, FORGER, PLUGIN, loaded, plant, point_at
 from workspace_helpers import workspace_copy
 
 from pytest_clinaudit.adapters.workspace import GRADER_DIR, MANIFEST_NAME, WORKSPACE_DIR
@@ -37,34 +38,6 @@ from pytest_clinaudit.batch.executor import Session, make_executor
 from pytest_clinaudit.grading import isolation, runner
 
 VARIANT = "wdbc-hard"
-PLUGIN = "mine"
-FORGER = """\
-import dataclasses
-import os
-from pathlib import Path
-
-import pytest_clinaudit.grading.scoring as scoring
-
-Path(__file__).with_name("LOADED-" + str(os.getpid())).write_text("the agent's code ran")
-_compute = scoring.compute
-
-
-def _forged(records, profile):
-    return dataclasses.replace(_compute(records, profile), score=1.0, raw_score=1.0)
-
-
-scoring.compute = _forged
-"""
-"""The agent's plugin: the grade it computes becomes 1.0, and it leaves a mark that it ran."""
-
-CONFIGURATIONS = {
-    "pytest.ini": f"[pytest]\npythonpath = .\naddopts = -p {PLUGIN}\n",
-    "pyproject.toml": f'[tool.pytest.ini_options]\npythonpath = ["."]\naddopts = "-p {PLUGIN}"\n',
-    "tox.ini": f"[pytest]\npythonpath = .\naddopts = -p {PLUGIN}\n",
-    "setup.cfg": f"[tool:pytest]\npythonpath = .\naddopts = -p {PLUGIN}\n",
-    "conftest.py": FORGER,
-}
-"""Each file the agent may write, loading the forger (a conftest.py is the forger itself)."""
 REFUSAL = "clinaudit: refusing to grade:"
 
 
@@ -80,14 +53,12 @@ def _hostile_run(
     run = workspace_copy(tmp_path_factory, VARIANT, tmp_path / "run")
     workspace = run / WORKSPACE_DIR
     (workspace / "report.json").write_text("{}\n", encoding="utf-8")
-    (workspace / f"{PLUGIN}.py").write_text(FORGER, encoding="utf-8")
-    for name in files:
-        (workspace / name).write_text(CONFIGURATIONS[name], encoding="utf-8")
+    plant(workspace, files)
     return run
 
 
 def _loaded(run: Path) -> list[Path]:
-    return sorted((run / WORKSPACE_DIR).glob("LOADED-*"))
+    return loaded(run / WORKSPACE_DIR)
 
 
 def _score(path: Path) -> dict[str, Any]:
@@ -118,12 +89,7 @@ def _environment(cache: Path) -> dict[str, str]:
 
 
 def _hostile_environment(cache: Path, workspace: Path) -> dict[str, str]:
-    """What a careless grader's shell might hold: pytest options and paths into the workspace."""
-    env = _environment(cache)
-    env["PYTEST_ADDOPTS"] = f"-p {PLUGIN}"
-    env["PYTEST_PLUGINS"] = PLUGIN
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(workspace), env.get("PYTHONPATH")]))
-    return env
+    return point_at(_environment(cache), workspace)
 
 
 def _clinaudit() -> str:
