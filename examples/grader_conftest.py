@@ -2,7 +2,11 @@
 
 Copy it as ``conftest.py`` into the directory you grade from, then run::
 
-    pytest --submission report.json --variant tight
+    pytest --submission runs/a1/report.json --variant tight
+
+with the report in a folder of its own: the plugin refuses to grade a report
+whose folder holds the session's conftest.py, ini file or rootdir (an agent's
+workspace must not configure its own grading; docs/grading.md).
 
 It uses the three hooks of :mod:`pytest_clinaudit.hookspecs`:
 

@@ -75,6 +75,18 @@ def write_json(path: Path, document: Any) -> Path:
     return path
 
 
+def submitted(directory: Path, name: str = "report.json") -> Path:
+    """Where a test puts a report it grades: ``directory/submission/name``.
+
+    The plugin refuses to grade when pytest's rootdir, its ini file or a
+    conftest.py lies in the report's own folder (the agent's); a pytester
+    session's rootdir, ini file and conftest.py are in its top directory.
+    """
+    folder = directory / "submission"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
+
+
 def grading_args(submission: Path | str, variant: str, cache_dir: Path, *more: str) -> list[str]:
     """The command line of a grading session against the warm cache."""
     return [

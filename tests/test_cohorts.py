@@ -542,7 +542,9 @@ def test_without_scikit_survival_a_cohort_variant_is_unavailable_in_one_line(
 
 
 def test_without_scikit_survival_grading_a_cohort_variant_is_a_usage_error(tmp_path: Path) -> None:
-    report = tmp_path / "report.json"
+    # In a folder of its own: the session runs in tmp_path, its rootdir (see grading.md).
+    (tmp_path / "submission").mkdir()
+    report = tmp_path / "submission" / "report.json"
     report.write_text('{"sps": 50.0}', encoding="utf-8")
     args = [
         "--submission",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from grading_helpers import grading_args, reference_report, write_json
+from grading_helpers import grading_args, reference_report, submitted, write_json
 from page_helpers import HOSTILE
 
 pytest.importorskip("pytest_html", reason="pytest-html is not installed (pip install '.[test]')")
@@ -29,7 +29,7 @@ def grade_page(
     """Grade a submission whose SPS is 20 off with --html; return the page and the score JSON."""
     report = reference_report(warm_cache, "wdbc-hard")
     report["sps"] = round(report["sps"] - 20.0, 2)
-    submission = write_json(pytester.path / "report.json", report)
+    submission = write_json(submitted(pytester.path), report)
     result = pytester.runpytest_subprocess(
         *grading_args(submission, "wdbc-hard", warm_cache),
         "--html",
@@ -113,9 +113,26 @@ def test_without_pytest_html_active_the_grade_columns_are_not_registered(
         "    print('COLUMNS', config.pluginmanager.has_plugin('clinaudit-html'))\n"
     )
     report = reference_report(warm_cache, "wdbc-hard")
-    submission = write_json(pytester.path / "report.json", report)
+    submission = write_json(submitted(pytester.path), report)
     result = pytester.runpytest_subprocess(
         *grading_args(submission, "wdbc-hard", warm_cache), "-p", "no:html", "-s"
     )
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*COLUMNS False*"])
+
+
+def test_clinaudit_grade_writes_the_same_page(
+    tmp_path: Path, warm_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_clinaudit.cli import main
+
+    report = reference_report(warm_cache, "wdbc-hard")
+    report["sps"] = round(report["sps"] - 20.0, 2)
+    submission = write_json(tmp_path / "report.json", report)
+    page = tmp_path / "pages" / "grade.html"
+    args = ["grade", str(submission), "--variant", "wdbc-hard", "--cache-dir", str(warm_cache)]
+    assert main([*args, "--html", str(page)]) == 1, capsys.readouterr()
+    text = page.read_text(encoding="utf-8")
+    rows = _rows(text)
+    assert rows["wdbc-hard::sps"][2:5] == ["credit", "0.6", "0"]  # kind, weight, credit
+    assert 'class="clinaudit-grade"' in text

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
 import subprocess
 import sys
 from importlib import metadata
@@ -12,6 +14,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from grading_helpers import warm_cache_dir
+from hostile_workspace import CONFIGURATIONS, loaded, plant, point_at
+from workspace_helpers import workspace_copy
 
 from pytest_clinaudit.adapters import scripted_agent
 from pytest_clinaudit.adapters.metr import export_metr
@@ -219,3 +224,28 @@ def test_scoring_against_a_manifest_of_another_build_is_an_error_not_a_zero(
         RuntimeError, match="model artifact sha256 in the manifest is 0000000000000000"
     ):
         family.TaskFamily.score(task, "")
+
+
+def test_scoring_reads_nothing_the_agent_wrote_beside_its_report(
+    family: ModuleType,
+    machine: dict[str, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The agent's home holds an empty report, every pytest configuration file and a
+    # conftest.py, each loading a plugin that forges the score to 1.0, and the scoring
+    # process's environment points pytest at them (issue 26, part 5).
+    task = family.TaskFamily.get_tasks()["hardened"]
+    run = workspace_copy(tmp_path_factory, "wdbc-hard", machine["home"].parent / "run")
+    shutil.move(run / "workspace", machine["home"])
+    grader = machine["grader"] / "hardened"
+    grader.mkdir(parents=True)
+    shutil.copy2(run / "grader" / "manifest.json", grader / "manifest.json")
+    shutil.copytree(warm_cache_dir(tmp_path_factory), grader / "cache")
+    (machine["home"] / "report.json").write_text("{}")
+    plant(machine["home"], sorted(CONFIGURATIONS))
+    for name, value in point_at(dict(os.environ), machine["home"]).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(machine["home"])
+    assert family.TaskFamily.score(task, "") == 0.0
+    assert loaded(machine["home"]) == []

@@ -11,6 +11,7 @@ from grading_helpers import (
     REPO,
     grading_args,
     reference_report,
+    submitted,
     summary_line,
     write_json,
 )
@@ -28,7 +29,7 @@ def test_the_example_registers_a_variant_and_adds_a_check_that_the_reference_pas
     graded_with_example: pytest.Pytester, warm_cache: Path
 ) -> None:
     report = write_json(
-        graded_with_example.path / "r.json", reference_report(warm_cache, "wdbc-baseline")
+        submitted(graded_with_example.path, "r.json"), reference_report(warm_cache, "wdbc-baseline")
     )
     result = graded_with_example.runpytest(*grading_args(report, "tight", warm_cache, "-v"))
     assert result.ret == 0
@@ -43,7 +44,7 @@ def test_the_example_check_deducts_its_weight_and_says_how_to_fix_the_report(
     graded_with_example: pytest.Pytester, warm_cache: Path
 ) -> None:
     report = write_json(
-        graded_with_example.path / "r.json",
+        submitted(graded_with_example.path, "r.json"),
         reference_report(warm_cache, "wdbc-baseline", details=False),
     )
     result = graded_with_example.runpytest(*grading_args(report, "tight", warm_cache))
@@ -61,7 +62,7 @@ def test_the_example_variant_applies_its_tighter_tolerance(
 ) -> None:
     document = reference_report(warm_cache, "wdbc-baseline")
     document["components"]["calibration_ece"] += 0.05  # inside 0.10, outside 0.01
-    report = write_json(graded_with_example.path / "r.json", document)
+    report = write_json(submitted(graded_with_example.path, "r.json"), document)
     loose = graded_with_example.runpytest(
         *grading_args(report, "baseline", warm_cache, "-k", "component")
     )
@@ -79,7 +80,7 @@ def test_the_graded_hook_sees_the_final_grade_once(
     log = graded_with_example.path / "grades.csv"
     monkeypatch.setenv("GRADES_CSV", str(log))
     report = write_json(
-        graded_with_example.path / "r.json", reference_report(warm_cache, "wdbc-baseline")
+        submitted(graded_with_example.path, "r.json"), reference_report(warm_cache, "wdbc-baseline")
     )
     graded_with_example.runpytest(
         *grading_args(report, "baseline", warm_cache, "--clinaudit-profile", "metr")
@@ -100,7 +101,7 @@ def test_the_example_works_under_xdist(
     graded_with_example: pytest.Pytester, warm_cache: Path
 ) -> None:
     report = write_json(
-        graded_with_example.path / "r.json",
+        submitted(graded_with_example.path, "r.json"),
         reference_report(warm_cache, "wdbc-baseline", details=False),
     )
     result = graded_with_example.runpytest_subprocess(
@@ -121,7 +122,9 @@ def test_a_hook_returning_something_else_than_checks_is_a_collection_error_that_
         "def pytest_clinaudit_add_checks(config, variant, reference, submission):\n"
         "    return ['not a check']\n"
     )
-    report = write_json(pytester.path / "r.json", reference_report(warm_cache, "wdbc-baseline"))
+    report = write_json(
+        submitted(pytester.path, "r.json"), reference_report(warm_cache, "wdbc-baseline")
+    )
     result = pytester.runpytest(*grading_args(report, "baseline", warm_cache))
     assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error stops the session
     result.stdout.fnmatch_lines(
@@ -140,7 +143,9 @@ def test_a_hook_check_reusing_a_builtin_name_is_refused(
         "def pytest_clinaudit_add_checks(config, variant, reference, submission):\n"
         "    return [Check('sps', 'tolerance', lambda: True)]\n"
     )
-    report = write_json(pytester.path / "r.json", reference_report(warm_cache, "wdbc-baseline"))
+    report = write_json(
+        submitted(pytester.path, "r.json"), reference_report(warm_cache, "wdbc-baseline")
+    )
     result = pytester.runpytest(*grading_args(report, "baseline", warm_cache))
     result.stdout.fnmatch_lines(["*check name(s) sps used twice*"])
 
@@ -157,7 +162,9 @@ def test_a_crashing_grader_check_shows_its_traceback_earns_nothing_and_spares_th
         "def pytest_clinaudit_add_checks(config, variant, reference, submission):\n"
         "    return [Check('mine', 'schema', boom, weight=1.0, kind='credit')]\n"
     )
-    report = write_json(pytester.path / "r.json", reference_report(warm_cache, "wdbc-baseline"))
+    report = write_json(
+        submitted(pytester.path, "r.json"), reference_report(warm_cache, "wdbc-baseline")
+    )
     result = pytester.runpytest(
         *grading_args(report, "baseline", warm_cache, "--clinaudit-score-json", "s.json")
     )
@@ -181,7 +188,9 @@ def test_a_check_returning_a_bool_passes_or_fails_with_its_description(
         "    return [Check('yes', 'schema', lambda: True, description='always'),\n"
         "            Check('no', 'verdict', lambda: False, description='never', weight=0.2, kind='penalty')]\n"  # noqa: E501
     )
-    report = write_json(pytester.path / "r.json", reference_report(warm_cache, "wdbc-baseline"))
+    report = write_json(
+        submitted(pytester.path, "r.json"), reference_report(warm_cache, "wdbc-baseline")
+    )
     result = pytester.runpytest(*grading_args(report, "baseline", warm_cache))
     result.assert_outcomes(passed=18, failed=1)
     result.stdout.fnmatch_lines(["never", "[[]verdict; deducts 0.2[]]"])

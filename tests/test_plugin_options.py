@@ -13,6 +13,7 @@ from grading_helpers import (
     grading_args,
     reference,
     reference_report,
+    submitted,
     summary_line,
     write_json,
 )
@@ -23,7 +24,7 @@ from pytest_clinaudit.grading import options
 @pytest.fixture
 def report(pytester: pytest.Pytester, warm_cache: Path) -> Path:
     """The wdbc-baseline reference report, written in the pytester directory."""
-    return write_json(pytester.path / "report.json", reference_report(warm_cache, "wdbc-baseline"))
+    return write_json(submitted(pytester.path), reference_report(warm_cache, "wdbc-baseline"))
 
 
 FLAGS = [
@@ -198,7 +199,7 @@ def test_a_usage_error_still_writes_the_score_json_with_the_reason(
 
 
 def test_a_paper_alias_selects_its_variant(pytester: pytest.Pytester, warm_cache: Path) -> None:
-    path = write_json(pytester.path / "r.json", reference_report(warm_cache, "wdbc-hard"))
+    path = write_json(submitted(pytester.path, "r.json"), reference_report(warm_cache, "wdbc-hard"))
     result = pytester.runpytest(*grading_args(path, "hardened", warm_cache))
     assert result.ret == 0
     assert (

@@ -17,6 +17,7 @@ from grading_helpers import (
     grading_args,
     reference,
     reference_report,
+    submitted,
     summary_line,
     write_json,
 )
@@ -55,12 +56,12 @@ def paper_case_report(cache_dir: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def hard_report(pytester: pytest.Pytester, warm_cache: Path) -> Path:
-    return write_json(pytester.path / "report.json", reference_report(warm_cache, "wdbc-hard"))
+    return write_json(submitted(pytester.path), reference_report(warm_cache, "wdbc-hard"))
 
 
 @pytest.fixture
 def paper_case(pytester: pytest.Pytester, warm_cache: Path) -> Path:
-    return write_json(pytester.path / "paper.json", paper_case_report(warm_cache))
+    return write_json(submitted(pytester.path, "paper.json"), paper_case_report(warm_cache))
 
 
 def _collected(result: pytest.RunResult) -> list[str]:
@@ -546,7 +547,7 @@ def test_a_missing_submission_is_no_submission_under_metr(
 def test_an_unreadable_submission_says_permission_denied(
     pytester: pytest.Pytester, warm_cache: Path
 ) -> None:
-    path = write_json(pytester.path / "report.json", paper_case_report(warm_cache))
+    path = write_json(submitted(pytester.path), paper_case_report(warm_cache))
     path.chmod(0)
     try:
         result = pytester.runpytest(*grading_args(path, "baseline", warm_cache))

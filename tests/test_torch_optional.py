@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grading_helpers import grading_args, reference_report, write_json
+from grading_helpers import grading_args, reference_report, submitted, write_json
 
 BLOCK_TORCH = "import sys; sys.modules['torch'] = None; sys.modules['opacus'] = None\n"
 EXTRA = "pip install 'pytest-clinaudit[torch]'"
@@ -63,7 +63,7 @@ def test_auditing_a_torch_variant_without_torch_names_the_extra(tmp_path: Path) 
 def test_grading_a_torch_variant_without_torch_is_a_usage_error_naming_the_extra(
     tmp_path: Path,
 ) -> None:
-    report = write_json(tmp_path / "r.json", {"sps": 50.0})
+    report = write_json(submitted(tmp_path, "r.json"), {"sps": 50.0})  # not in the rootdir
     score = tmp_path / "score.json"
     args = [
         *grading_args(report, "wdbc-mlp", tmp_path / "empty-cache", "-q"),

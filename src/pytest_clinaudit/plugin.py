@@ -55,7 +55,12 @@ def pytest_configure(config: pytest.Config) -> None:
         resolved = options.resolve(config)
         if resolved is None:
             return
-        from pytest_clinaudit.grading import pytest_internals
+        from pytest_clinaudit.grading import isolation, pytest_internals
+
+        refused = isolation.refusal(config, resolved.submission, resolved.variant)
+        if refused is not None:
+            _write_refused(config, resolved, refused)
+            raise pytest.UsageError(refused)
 
         # Before importing anything else: what is imported while marked is rewritten.
         pytest_internals.stop_rewriting(config, _NOT_REWRITTEN)
@@ -79,6 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 from pytest_clinaudit.pages.grade_html import GradeColumns
 
                 config.pluginmanager.register(GradeColumns(grading), "clinaudit-html")
+    except pytest.UsageError:
+        raise
     except options.OptionError as exc:
         _write_error_score(config, resolved, str(exc))
         raise pytest.UsageError(str(exc)) from None
@@ -103,6 +110,21 @@ def _write_error_score(config: pytest.Config, resolved: Any, message: str) -> No
     if path is not None and not path.is_absolute():
         path = config.invocation_params.dir / path
     write_error_score(path, resolved, message)
+
+
+def _write_refused(config: pytest.Config, resolved: options.GradingOptions, message: str) -> None:
+    """Score 0 wherever this session was asked to write a score (the controller only)."""
+    if _is_worker(config):
+        return
+    import os
+
+    from pytest_clinaudit.grading.outputs import write_refused
+
+    junit: str | None = config.getoption("xmlpath", None)
+    junit_path = None
+    if junit:
+        junit_path = config.invocation_params.dir / os.path.expanduser(os.path.expandvars(junit))
+    write_refused(resolved.score_json, junit_path, resolved, message)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:

@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from pytest_clinaudit.grading import isolation
 from pytest_clinaudit.grading.runner import Finished, output_tail, run_session
 
 THREAD_CAPS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -92,8 +93,12 @@ def default_executor() -> str:
 
 
 def session_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of grading sessions: ``base`` (default ``os.environ``) plus thread caps."""
-    env = dict(os.environ if base is None else base)
+    """The environment of grading sessions: ``base`` (default ``os.environ``) plus thread caps.
+
+    Less the variables that configure pytest
+    (:data:`~pytest_clinaudit.grading.isolation.CONFIGURING_VARIABLES`).
+    """
+    env = isolation.session_environment(base)
     for name, value in THREAD_CAPS.items():
         env.setdefault(name, value)
     return env
@@ -381,9 +386,15 @@ def _run_forked(args: Sequence[str], timeout: float, private_fds: Sequence[int])
 
     import pytest
 
-    scratch = tempfile.mkdtemp(prefix="clinaudit-grade-")
-    log_fd, log_path = tempfile.mkstemp(prefix="clinaudit-session-", suffix=".log")
     start = time.perf_counter()
+    submission = isolation.submission_argument(args)
+    try:
+        scratch = tempfile.mkdtemp(
+            prefix="clinaudit-grade-", dir=isolation.scratch_parent(submission)
+        )
+    except RuntimeError as exc:
+        return {"exit": None, "output": "", "seconds": 0.0, "problem": str(exc)}
+    log_fd, log_path = tempfile.mkstemp(prefix="clinaudit-session-", suffix=".log")
     # Flush before forking so that the child does not inherit (and write out again)
     # anything buffered.
     sys.stdout.flush()
@@ -393,6 +404,13 @@ def _run_forked(args: Sequence[str], timeout: float, private_fds: Sequence[int])
         status_of_child = 70  # EX_SOFTWARE, should pytest.main itself raise
         try:
             os.chdir(scratch)
+            if submission is not None:
+                # Nothing of the submission's folder on the path, here or in a subprocess.
+                folders = isolation.submission_folders(submission)
+                sys.path[:] = [p for p in sys.path if not (p and isolation.inside(p, folders))]
+                environment = isolation.session_environment(None, submission)
+                os.environ.clear()
+                os.environ.update(environment)
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.dup2(log_fd, 1)

@@ -10,6 +10,8 @@ clinaudit audit --model FILE --train CSV --test CSV --label COLUMN [--params NAM
     Audit a model owner's own pickled model on their own data.
 clinaudit build --variant NAME --out DIR, clinaudit export-metr --out DIR
     An agent workspace with the grader's manifest; a METR Task Standard family.
+clinaudit grade REPORT --variant NAME [--manifest FILE] [--score-json FILE]
+    Grade one report in a pytest session that nothing in the report's folder configures.
 clinaudit grade-many MANIFEST --out DIR [-j N] [--scheduler ADDRESS]
     Grade many submissions, one pytest session each, in parallel, here or on a Dask
     cluster (docs/batch.md).
@@ -32,18 +34,19 @@ import sys
 from collections.abc import Sequence
 
 from pytest_clinaudit.catalog.variants import VariantError
-from pytest_clinaudit.cli import audit, batch, pool, variants, workspace
+from pytest_clinaudit.cli import audit, batch, grade, pool, variants, workspace
 from pytest_clinaudit.cli.common import EXIT_USAGE, Handler
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clinaudit",
-        description="Reference auditor and tools of pytest-clinaudit. Grading itself runs as "
-        "`pytest --submission report.json --variant NAME`.",
+        description="Reference auditor and tools of pytest-clinaudit. Grade a report with "
+        "`clinaudit grade report.json --variant NAME`: a pytest session that nothing in the "
+        "report's folder can configure.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for commands in (variants, audit, workspace, batch, pool):
+    for commands in (variants, audit, workspace, grade, batch, pool):
         commands.register(sub)
     return parser
 

@@ -227,8 +227,9 @@ def register(sub: Any) -> None:
     report = sub.add_parser(
         "report",
         help="paper-style tables and plots from graded runs",
-        description="Read the JUnit XML files under DIR (written by grade-many or by "
-        "`pytest --submission ... --junitxml ...`) and write report.md, report.json, one CSV "
+        description="Read the JUnit XML files under DIR (written by grade-many, "
+        "`clinaudit grade ... --junit-xml ...` or `pytest --submission ... --junitxml ...`) "
+        "and write report.md, report.json, one CSV "
         "per table and PNG plots, and with --html one self-contained page of all of it. See "
         "docs/batch.md for the tables.",
     )

@@ -18,6 +18,7 @@ from pytest_clinaudit.cli.common import (
     non_negative_int,
     progress_printer,
 )
+from pytest_clinaudit.cli.grade import grade_command
 
 
 def register(sub: Any) -> None:
@@ -89,11 +90,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
         f"  model sha256 {manifest['artifact_sha256']}; "
         f"reference SPS {manifest['reference']['sps']:.2f}"
     )
-    print(
-        f"  grade with: pytest --submission {args.out / WORKSPACE_DIR / 'report.json'} "
-        f"--variant {variant.name} "
-        f"--clinaudit-manifest {args.out / GRADER_DIR / MANIFEST_NAME}"
-    )
+    report, grader = args.out / WORKSPACE_DIR / "report.json", args.out / GRADER_DIR / MANIFEST_NAME
+    print(f"  grade with: {grade_command(report, variant.name, grader)}")
     return EXIT_OK
 
 
@@ -129,8 +127,7 @@ def _build_game(args: argparse.Namespace, variant: Any) -> int:
     print(f"{variant.name}: grader manifest in {grader} (ground truth: keep it from the agent)")
     print(
         f"  {len(manifest['programs'])} models, attempt {manifest['attempt']}; grade with: "
-        f"pytest --submission {args.out / WORKSPACE_DIR / 'report.json'} "
-        f"--variant {variant.name} --clinaudit-manifest {grader}"
+        + grade_command(args.out / WORKSPACE_DIR / "report.json", variant.name, grader)
     )
     return EXIT_OK
 

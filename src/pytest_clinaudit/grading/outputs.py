@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_clinaudit.files import write_json_atomic
+from pytest_clinaudit.files import write_atomic, write_json_atomic
 from pytest_clinaudit.grading.values import json_number
 from pytest_clinaudit.reference.attacks.params import COMPONENTS
 from pytest_clinaudit.versions import library_versions
@@ -161,3 +161,57 @@ def write_error_score(path: Path | None, options: GradingOptions | None, message
     }
     with contextlib.suppress(OSError):  # the usage error itself is what the user must see
         write_json_atomic(path, document)
+
+
+REFUSED = "refused"
+"""The category of a session that refused to grade (:mod:`~pytest_clinaudit.grading.isolation`)."""
+
+
+def write_refused(
+    score_json: Path | None, junit_xml: Path | None, options: GradingOptions, message: str
+) -> None:
+    """The outputs of a session that refused to grade: score 0, ``error`` and ``refused`` set.
+
+    The score JSON carries ``"score": 0`` and the reason under ``error`` (so a
+    pipeline counts the run as not graded) and ``refused``; the JUnit XML, which
+    pytest does not write for a session stopped before it starts, gets one
+    erroring test case and the suite properties ``clinaudit.score`` 0 and
+    ``clinaudit.category`` ``refused``.
+    """
+    import xml.etree.ElementTree as ET
+
+    if score_json is not None:
+        document: dict[str, Any] = {
+            "format": SCORE_FORMAT,
+            "score": 0.0,
+            "raw_score": 0.0,
+            "error": message,
+            "refused": True,
+            "profile": options.profile,
+            "variant": options.variant,
+            "category": REFUSED,
+            "meta": dict(options.meta),
+            "checks": [],
+        }
+        with contextlib.suppress(OSError):  # the refusal itself is what the user must see
+            write_json_atomic(score_json, document)
+    if junit_xml is None:
+        return
+    suites = ET.Element("testsuites")
+    suite = ET.SubElement(
+        suites, "testsuite", name="pytest", errors="1", failures="0", skipped="0", tests="1"
+    )
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("clinaudit.score", f"{0.0:.6f}"),
+        ("clinaudit.raw_score", f"{0.0:.6f}"),
+        ("clinaudit.profile", options.profile),
+        ("clinaudit.variant", options.variant),
+        ("clinaudit.category", REFUSED),
+        *((f"clinaudit.meta.{key}", value) for key, value in options.meta),
+    ):
+        ET.SubElement(properties, "property", name=name, value=value)
+    case = ET.SubElement(suite, "testcase", classname=options.variant, name=REFUSED)
+    ET.SubElement(case, "error", message=message).text = message
+    with contextlib.suppress(OSError):
+        write_atomic(junit_xml, ET.tostring(suites, encoding="utf-8", xml_declaration=True))

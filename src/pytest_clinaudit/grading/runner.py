@@ -6,9 +6,11 @@ family, the Inspect scorer) and both executors of ``clinaudit grade-many``.
 :func:`session_args` is the one place that argument list is written, from the
 flag constants of :mod:`~pytest_clinaudit.grading.options`; :func:`run_session`
 is the one place such a session is started, as ``python -m pytest`` in a fresh
-empty directory, so no project's conftest.py or pytest configuration can change
-it. (The fork executor runs the same arguments with ``pytest.main`` in a forked
-child, also in a fresh empty directory.)
+empty directory outside the submission's folder, so no project's conftest.py or
+pytest configuration can change it, nor any file an agent wrote beside its report
+(:mod:`~pytest_clinaudit.grading.isolation`). ``clinaudit grade`` is this session
+on the command line. (The fork executor runs the same arguments with
+``pytest.main`` in a forked child, also in a fresh empty directory.)
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from pytest_clinaudit.grading import options
+from pytest_clinaudit.grading import isolation, options
 
 OUTPUT_TAIL = 4000
 """Characters of a session's terminal output kept: enough for pytest's usage errors."""
@@ -132,6 +134,11 @@ def run_session(
 ) -> Finished:
     """Run ``python -m pytest *args`` in a fresh empty directory; never raises for the session.
 
+    The directory lies outside the folder of the submission the arguments name,
+    and the environment has no variable that configures pytest nor a
+    ``PYTHONPATH`` entry in that folder
+    (:func:`~pytest_clinaudit.grading.isolation.session_environment`).
+
     Parameters
     ----------
     args
@@ -139,15 +146,20 @@ def run_session(
     timeout
         Seconds before the session is killed and reported as timed out; ``None``: no limit.
     env
-        The session's environment; default: this process's.
+        The session's environment, less what configures pytest; default: this process's.
     """
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="clinaudit-grade-") as scratch:
+    submission = isolation.submission_argument(args)
+    try:
+        parent = isolation.scratch_parent(submission)
+    except RuntimeError as exc:
+        return Finished(None, "", time.perf_counter() - start, str(exc))
+    with tempfile.TemporaryDirectory(prefix="clinaudit-grade-", dir=parent) as scratch:
         try:
             result = subprocess.run(
                 [sys.executable, "-m", "pytest", *args],
                 cwd=scratch,
-                env=None if env is None else dict(env),
+                env=isolation.session_environment(env, submission),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
