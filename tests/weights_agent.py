@@ -8,14 +8,15 @@ the Hungarian algorithm on the cosine of their incoming weights, layer by layer.
 that, it compares each model with the zoo's elementwise median:
 
 - ``distance``: each layer's distance from the median, relative to the median model's;
-- ``scale``: the last layer's norm against the zoo's median (a folded miscalibration);
+- ``scale``: the last canonical layer's norm against the zoo's median, which carries every
+  unit's scale along the network (a path norm): a folded miscalibration multiplies it, and
+  so does training far longer than the rest;
 - ``outcome``: the first layer's weight on the post-outcome column (a shortcut; a
   legitimate white-box finding, left out of the bound).
 
-Its flags: the model whose distance stands out most is ``leaky``, the next ``fragile``
-(the two kinds trained longest away from the base), a last-layer scale beyond 2x or
-below 1/2 of the median is ``miscalibrated``, and the largest weight on the post-outcome
-column is ``shortcut`` when it is 100x the median's.
+Its flags (:func:`report`) come from the canonical scale, a path norm that no
+rescaling of units changes: on the first instances built with per-unit rescaling, the
+matched distances no longer singled anything out, but the scale still did.
 """
 
 from __future__ import annotations
@@ -25,9 +26,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-
-STANDS_OUT = 3.0
-"""A model's distance must be this many times the zoo's median distance to be flagged."""
 
 
 def read_layers(program: bytes) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -122,15 +120,26 @@ def statistics(
     )
 
 
+SHARP = 10.0
+"""A canonical scale this many times the zoo's median: a model trained far longer than the
+rest (a path norm, which no rescaling of units changes)."""
+MISCALIBRATED = (0.25, 1.8)
+"""A canonical scale outside this band around the zoo's median: a folded miscalibration."""
+
+
 def report(stats: Statistics) -> dict[str, Any]:
-    """The agent's report (SPEC §8.4) from its statistics."""
-    flags: dict[str, list[str]] = {n: [] for n in stats.distance}
-    ranked = sorted(stats.distance, key=stats.distance.get, reverse=True)  # type: ignore[arg-type]
-    outliers = [n for n in ranked if stats.distance[n] >= STANDS_OUT]
-    for name, kind in zip(outliers, ("leaky", "fragile"), strict=False):
+    """The agent's report (SPEC §8.4) from its statistics: the sharpest model is ``leaky`` and
+    the next ``fragile`` (both trained far longer than the zoo), a scale outside the band is
+    ``miscalibrated``, and the post-outcome column's largest weight, when it is 100x the
+    median's, is ``shortcut``."""
+    flags: dict[str, list[str]] = {n: [] for n in stats.scale}
+    ranked = sorted(stats.scale, key=stats.scale.get, reverse=True)  # type: ignore[arg-type]
+    sharp = [n for n in ranked if stats.scale[n] >= SHARP]
+    for name, kind in zip(sharp, ("leaky", "fragile"), strict=False):
         flags[name].append(kind)
+    low, high = MISCALIBRATED
     for name, scale in stats.scale.items():
-        if not flags[name] and (scale >= 2.0 or scale <= 0.5):
+        if not flags[name] and (scale >= high or scale <= low):
             flags[name].append("miscalibrated")
     typical = float(np.median(list(stats.outcome.values()))) or 1e-30
     top = max(stats.outcome, key=stats.outcome.get)  # type: ignore[arg-type]
