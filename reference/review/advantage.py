@@ -335,11 +335,6 @@ def cross_fitted_decisions(
 
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-    labels_m = np.zeros(n_members, dtype=np.int64)
-    labels_n = np.zeros(n_nonmembers, dtype=np.int64)
-    for attack in attacks:
-        labels_m[attack.member_positions] = attack.member_labels
-        labels_n[attack.nonmember_positions] = attack.nonmember_labels
     flags_m, flags_n = np.zeros(n_members), np.zeros(n_nonmembers)
     rules: list[Rule] = []
     advantages: list[float] = []
