@@ -67,13 +67,18 @@ def cohort_frame(name: str) -> Any:
     return frame
 
 
-def write_cohort(directory: Path, name: str, *, seed: int = 0, n_test: Any = 0.25) -> CohortFiles:
-    """``name``'s 75/25 stratified split (``seed``) as ``train.csv`` and ``test.csv``."""
+def write_cohort(
+    directory: Path, name: str, *, seed: int = 0, n_test: Any = 0.25, n_train: Any = None
+) -> CohortFiles:
+    """``name``'s 75/25 stratified split (``seed``) as ``train.csv`` and ``test.csv``.
+
+    ``n_train`` rows (stratified too) instead of the rest, for a small training set.
+    """
     from sklearn.model_selection import train_test_split
 
     frame = cohort_frame(name)
     train, test = train_test_split(
-        frame, test_size=n_test, stratify=frame[LABEL], random_state=seed
+        frame, test_size=n_test, train_size=n_train, stratify=frame[LABEL], random_state=seed
     )
     directory.mkdir(parents=True, exist_ok=True)
     train_csv, test_csv = directory / "train.csv", directory / "test.csv"

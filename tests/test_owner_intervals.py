@@ -111,7 +111,11 @@ def test_every_interval_shown_holds_its_point_and_every_other_says_why(
             assert undefined[path] == interval["withheld"]
         elif low is not None and high is not None:
             assert low - 1e-9 <= point <= high + 1e-9, (path, interval)
-            assert high > low or interval["bias"] == 0.0, (path, interval)
+            # Zero width only where nothing varies on the reported scale: constant
+            # replicates (no bias), or a component whose whole interval before the clip
+            # lies beyond its bound (a membership advantage below 0 reads 1.0 [1.0, 1.0]).
+            clipped = path.startswith("uncertainty.components.") and point in (0.0, 1.0)
+            assert high > low or interval["bias"] == 0.0 or clipped, (path, interval)
     stability = report["uncertainty"]["verdict_change_probability"]
     text = html.unescape(page.read_text())
     if report["uncertainty"]["sps"].get("withheld"):

@@ -139,3 +139,52 @@ def test_a_full_depth_tree_gets_a_lower_component_than_a_regularised_logistic_mo
     assert tree < 0.95
     assert logistic >= 0.9
     assert tree < logistic
+
+
+def test_a_strong_attack_on_a_few_rows_decides_them_and_the_next_attack_the_rest() -> None:
+    """Issue 28: the 200-row boundary attack winning a fold dropped every other scored row."""
+    from pytest_clinaudit.reference.review.advantage import covered
+
+    rng = np.random.RandomState(2)
+    n = 1000
+    k_m, k_n = covered(n, n, 100)
+    assert (k_m, k_n) == (50, 50)
+    # A perfect attack on a 5% share of each group, and a weak one (members N(0.5, 1)) on all.
+    few = AttackScores("few", np.arange(k_m), np.ones(k_m), np.zeros(k_m, np.int64),
+                       np.arange(k_n), np.zeros(k_n), np.zeros(k_n, np.int64))  # fmt: skip
+    weak = _scores("weak", rng.normal(0.5, 1.0, n), rng.normal(0.0, 1.0, n))
+    decisions = cross_fitted_decisions([few, weak], n, n)
+    summary = decisions.summary()
+    assert (summary["n_members"], summary["n_nonmembers"]) == (n, n)
+    assert summary["attacks_chosen"] == {"few": 10 * summary["repeats"]}
+    assert summary["rows_decided_by"]["few"] == {"members": 50.0, "nonmembers": 50.0}
+    assert summary["rows_decided_by"]["weak"] == {"members": 950.0, "nonmembers": 950.0}
+    # One attacker: the perfect attack on 5% of the rows, the weak one (2 Phi(0.25) - 1 =
+    # 0.197 at its best threshold) on the other 95%.
+    assert decisions.advantage == pytest.approx(0.05 + 0.95 * 0.197, abs=0.05)
+
+
+def test_an_attack_scores_the_same_share_of_members_and_non_members() -> None:
+    from pytest_clinaudit.reference.review.advantage import covered
+
+    assert covered(100, 469, 2000) == (100, 469)  # every row, up to 2,000
+    assert covered(100, 469, 200) == (36, 165)  # 200 / 569 of each, rounded up
+    assert covered(20_000, 20_000, 2000) == (1000, 1000)
+    assert covered(10, 10, 0) == (0, 0)
+
+
+def test_the_component_averages_fold_draws_and_reports_their_spread() -> None:
+    rng = np.random.RandomState(3)
+    attack = _scores("weak", rng.normal(0.3, 1.0, 300), rng.normal(0.0, 1.0, 300))
+    one = cross_fitted_decisions([attack], 300, 300, repeats=1)
+    many = cross_fitted_decisions([attack], 300, 300, repeats=10, seed=5)
+    assert one.seed_sd == 0.0
+    assert one.member_flagged.tolist() == [float(f) for f in one.member_flagged]
+    assert set(np.unique(one.member_flagged)) <= {0.0, 1.0}
+    # The first draw is the single draw's; the others reshuffle the folds.
+    assert many.repeat_advantages[0] == one.advantage
+    assert len(set(many.repeat_advantages)) > 1
+    assert many.advantage == pytest.approx(np.mean(many.repeat_advantages), abs=1e-12)
+    assert many.seed_sd == pytest.approx(np.std(many.repeat_advantages, ddof=1) / np.sqrt(10))
+    assert many.member_flagged.min() >= 0.0
+    assert many.member_flagged.max() <= 1.0

@@ -332,3 +332,53 @@ def test_the_attack_auc_interval_equals_a_slow_bca_of_roc_auc_score() -> None:
     assert result.low == pytest.approx(expected.low, abs=1e-12)
     assert result.high == pytest.approx(expected.high, abs=1e-12)
     assert result.acceleration == pytest.approx(expected.acceleration, abs=1e-12)
+
+
+def test_the_attack_seed_variation_is_added_to_the_membership_replicates_only() -> None:
+    """Issue 28: the membership interval takes in its attacks' own seed variation."""
+    audit = _audit(seed=4)
+    name = "membership_inference_resistance"
+    plain = uncertainty.bootstrap(
+        audit.rows, weights=WEIGHTS, thresholds=THRESHOLDS, n_boot=200, seed=1
+    )
+    noisy = uncertainty.bootstrap(
+        audit.rows, weights=WEIGHTS, thresholds=THRESHOLDS, n_boot=200, seed=1,
+        seed_sd={name: 0.05},
+    )  # fmt: skip
+    added = noisy.replicates[name] - plain.replicates[name]
+    np.testing.assert_allclose(added, np.random.RandomState(1 + 5).normal(0.0, 0.05, 200))
+    for other in ("fgsm_robustness", "calibration_ece", "boundary_attack_resistance"):
+        np.testing.assert_array_equal(noisy.replicates[other], plain.replicates[other])
+    assert noisy.components[name].point == plain.components[name].point
+    width = noisy.components[name].high - noisy.components[name].low
+    assert width > plain.components[name].high - plain.components[name].low
+    assert noisy.as_dict()["seed_sd"] == {name: 0.05}
+
+
+def test_a_share_of_fold_draws_counts_as_that_share_of_a_member() -> None:
+    """A row flagged in half the cross-fitting's draws is half a flag: replicates are linear."""
+    audit = _audit(seed=5)
+    m = audit.rows.membership
+    rng = np.random.RandomState(0)
+    other_m = rng.uniform(size=len(m.member_flagged)) < 0.5
+    other_n = rng.uniform(size=len(m.nonmember_flagged)) < 0.5
+    T = rng.randint(0, 3, size=(7, audit.rows.n_test))
+    M = rng.randint(0, 3, size=(7, len(m.member_flagged)))
+
+    def membership(member: Any, nonmember: Any) -> np.ndarray:
+        rows = dataclasses.replace(
+            audit.rows,
+            membership=replicates.MembershipRows(member, m.nonmember_test_index, nonmember),
+        )
+        values: np.ndarray = replicates.component_replicates(rows, T, M, diagnostics=False)[
+            "membership_inference_resistance"
+        ]
+        return values
+
+    first = membership(m.member_flagged, m.nonmember_flagged)
+    second = membership(other_m, other_n)
+    half = membership(
+        (m.member_flagged + other_m.astype(float)) / 2,
+        (m.nonmember_flagged + other_n.astype(float)) / 2,
+    )
+    np.testing.assert_allclose(half, (first + second) / 2, atol=1e-12)

@@ -30,6 +30,13 @@ Here:
 - **No selection bias, thresholds per label.** The attack and its per-label
   thresholds are chosen on other folds of the rows than those they decide
   (:mod:`.advantage`).
+- **Every scored row counts, and the seed barely moves it.** The loss and
+  shadow attacks score every member and non-member; HopSkipJump and LiRA score
+  the same random share of each group (every row up to ``boundary_rows`` and
+  ``lira_rows``). Each row is decided by the best-ranked attack that scored it,
+  and the folds are drawn ``membership_repeats`` times (:mod:`.advantage`), so
+  the component rests on all the rows scored, not on the winning attack's
+  sample, and a different seed moves it less than its interval is wide.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from .advantage import AttackScores, Decisions, cross_fitted_decisions
+from .advantage import AttackScores, Decisions, covered, cross_fitted_decisions
 
 if TYPE_CHECKING:
     import numpy as np
@@ -186,9 +193,10 @@ def run_membership(
     )  # fmt: skip
     report["loss_threshold"] = {**_record(loss, params, seed + 12), "losses": source}
 
-    kb, kn = min(k_m, params.boundary_rows), min(k_n, params.boundary_rows)
+    # The same share of the members and of the non-members (see advantage.covered).
+    kb, kn = covered(k_m, k_n, params.boundary_rows)
     distance, distance_rows = None, np.zeros(0, dtype=np.int64)
-    if kb:
+    if kb or kn:
         progress(f"HopSkipJump distances of {kb} members and {kn} non-members")
         rows = np.concatenate([X_m[:kb], X_n[:kn]])
         truth = np.concatenate([y_m[:kb], y_n[:kn]])
@@ -230,21 +238,37 @@ def run_membership(
         why = "LiRA disabled" if not params.lira_shadows else lira_skipped
         report["lira"] = {"skipped": why or "no shadow fitter for this model kind"}
     else:
-        kl = min(params.lira_rows // 2, k_m, k_n)
-        progress(f"LiRA: fitting {params.lira_shadows} shadow models on {2 * kl} candidate rows")
-        result = lira.lira(
-            model, fit_shadow, X_m[:kl], y_m[:kl], X_n[:kl], y_n[:kl],
-            n_shadows=params.lira_shadows, seed=seed + 4, fprs=params.low_fprs,
-        )  # fmt: skip
-        report["lira"] = result.as_dict(params.low_fprs)
-        positions = np.arange(kl)
-        for side in (result.online, result.offline):
-            found.append(
-                AttackScores(side.name, positions, side.member_scores, y_m[:kl], positions,
-                             side.nonmember_scores, y_n[:kl])
+        lm, ln = covered(k_m, k_n, params.lira_rows)
+        draws = max(1, params.membership_repeats)
+        shadows = draws * params.lira_shadows
+        progress(f"LiRA: {shadows} shadow models ({draws} draws) on {lm + ln} candidate rows")
+        aucs: list[dict[str, float]] = []
+        for draw in range(draws):
+            # Fresh shadow models for each draw of the folds: the component averages
+            # over LiRA's own randomness instead of resting on one set of shadows.
+            result = lira.lira(
+                model, fit_shadow, X_m[:lm], y_m[:lm], X_n[:ln], y_n[:ln],
+                n_shadows=params.lira_shadows, seed=seed + 4 + 1000 * draw,
+                fprs=params.low_fprs,
             )  # fmt: skip
+            if not draw:
+                report["lira"] = result.as_dict(params.low_fprs)
+            aucs.append({"online": result.online.auc, "offline": result.offline.auc})
+            for side in (result.online, result.offline):
+                found.append(
+                    AttackScores(side.name, np.arange(lm), side.member_scores, y_m[:lm],
+                                 np.arange(ln), side.nonmember_scores, y_n[:ln], repeat=draw)
+                )  # fmt: skip
+        report["lira"]["draws"] = draws
+        report["lira"]["draw_aucs"] = aucs
+        report["lira"]["note"] = (
+            "online and offline records are the first draw's shadow models; each draw of the "
+            "cross-fitting's folds uses its own draw"
+        )
 
-    decisions = cross_fitted_decisions(found, k_m, k_n)
+    decisions = cross_fitted_decisions(
+        found, k_m, k_n, repeats=params.membership_repeats, seed=seed + 15
+    )
     report["component"] = decisions.summary()
     return MembershipOutcome(
         score=min(1.0, max(0.0, 1.0 - decisions.advantage)),

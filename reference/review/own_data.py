@@ -374,6 +374,8 @@ def audit_own_data(
         thresholds=params.verdict,
         n_boot=params.n_boot,
         seed=seed + 9,
+        # Another seed redraws the folds and LiRA's shadows: the interval takes that in.
+        seed_sd={"membership_inference_resistance": decisions.seed_sd},
     )
     clock.done("bootstrap")
 

@@ -45,10 +45,10 @@ class OwnDataParams:
     """Members queried, and as many non-members (at most the smaller split): equal
     groups, so that chance is an advantage of 0. 20,000 non-members allow the TPR at
     0.1% FPR, which needs 10,000 (:mod:`.lowfpr`)."""
-    boundary_rows: int = 200
-    """Members, and as many non-members, whose distance to the decision boundary
-    HopSkipJump measures (the label-only membership attack; the non-members'
-    distances are also the robustness figure)."""
+    boundary_rows: int = 2000
+    """Rows (members plus non-members, the same share of each) whose distance to the
+    decision boundary HopSkipJump measures: the label-only membership attack (the
+    non-members' distances are also the robustness figure). Every row up to 2,000."""
     hsj_iterations: int = 20
     """HopSkipJump iterations per row."""
     shadow: MembershipParams = MembershipParams(
@@ -68,7 +68,10 @@ class OwnDataParams:
     lira_shadows: int = 4
     """Shadow models of LiRA (0: skip it)."""
     lira_rows: int = 5000
-    """Candidate rows of LiRA (members plus non-members)."""
+    """Candidate rows of LiRA (members plus non-members, the same share of each)."""
+    membership_repeats: int = 10
+    """Draws of the membership cross-fitting's folds (:mod:`.advantage`); a row's call is
+    the share of draws that flag it."""
     low_fprs: tuple[float, ...] = (0.01, 0.001)
     """False-positive rates of the membership attacks' TPR (each needs 10/FPR non-members)."""
     walk_rows: int = 200

@@ -66,13 +66,15 @@ class MembershipRows:
 
     ``member_flagged`` (n_members,) are the member rows in the members' own index
     space; ``nonmember_test_index`` (n_nonmembers,) say which test rows the
-    non-members are, so they are resampled with the rest of the test set. The
-    component is ``1 - (TPR - FPR)``: one minus the membership advantage.
+    non-members are, so they are resampled with the rest of the test set. A call
+    is 0/1, or the share of the cross-fitting's fold draws that said "member"
+    (:mod:`.advantage`). The component is ``1 - (TPR - FPR)``: one minus the
+    membership advantage.
     """
 
-    member_flagged: BoolArray
+    member_flagged: FloatArray | BoolArray
     nonmember_test_index: IntArray
-    nonmember_flagged: BoolArray
+    nonmember_flagged: FloatArray | BoolArray
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

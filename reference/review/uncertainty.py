@@ -65,7 +65,8 @@ JACKKNIFE_GROUPS = 200
 
 METHOD = (
     "BCa bootstrap (components before their clip to [0, 1]); test rows resampled jointly, "
-    "members separately; fitted models and attacks held fixed"
+    "members separately; fitted models and attacks held fixed, except the attack-seed "
+    "variation of the membership component (seed_sd), added to its replicates"
 )
 
 
@@ -87,6 +88,8 @@ class BootstrapResult:
     verdict_change_probability: float
     verdict_distribution: dict[str, float]
     replicates: dict[str, FloatArray]
+    seed_sd: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Per component, the standard deviation of the attack-seed noise added to its replicates."""
 
     def reasons(self) -> dict[str, str]:
         """Why an interval, or the verdict's stability, is not shown, by report path."""
@@ -117,6 +120,7 @@ class BootstrapResult:
             "verdict": self.verdict,
             "verdict_change_probability": self.verdict_change_probability,
             "verdict_distribution": dict(self.verdict_distribution),
+            "seed_sd": dict(self.seed_sd),
         }
 
 
@@ -212,6 +216,7 @@ def bootstrap(
     n_boot: int = 1000,
     seed: int = 42,
     level: float = LEVEL,
+    seed_sd: dict[str, float] | None = None,
 ) -> BootstrapResult:
     """BCa intervals of the components, the SPS and the diagnostics, and verdict stability.
 
@@ -225,7 +230,14 @@ def bootstrap(
         Replicates; 1,000 puts the 2.5% quantile on the 25th value.
     seed
         Seed of the ``RandomState`` that draws every replicate (and, plus 2 and
-        3, the jackknife's groups).
+        3, the jackknife's groups; plus 5, the attack-seed noise).
+    seed_sd
+        Per component, the standard deviation of its value over the audit's own
+        random choices (the membership component's fold draws and LiRA's shadows,
+        :attr:`~.advantage.Decisions.seed_sd`). Each replicate of that component
+        gets a draw of ``N(0, seed_sd^2)`` added before the SPS is formed, so its
+        interval, the SPS's and the verdict's stability take in that variation
+        as well as the patients'.
 
     Returns
     -------
@@ -250,6 +262,10 @@ def bootstrap(
     point_verdict = verdict(round(point_sps, SPS_DECIMALS), thresholds)
 
     replicates = _gather(count_chunks(seed, n_boot, rows.n_test, n_members), prepared)
+    noise = {name: sd for name, sd in (seed_sd or {}).items() if sd > 0.0}
+    for offset, (name, sd) in enumerate(sorted(noise.items())):
+        draws = np.random.RandomState(seed + 5 + offset).normal(0.0, sd, n_boot)
+        replicates[name] = replicates[name] + draws
     replicates["sps"] = _sps(replicates, weights)
     jackknife = _jackknife(prepared, seed + 2)
     point["sps"] = point_sps
@@ -277,6 +293,7 @@ def bootstrap(
         verdict_change_probability=changed if math.isnan(changed) else min(1.0, max(0.0, changed)),
         verdict_distribution=distribution,
         replicates=replicates,
+        seed_sd=noise,
     )
 
 

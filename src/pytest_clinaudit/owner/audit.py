@@ -137,7 +137,8 @@ def caveat_items(report: dict[str, Any]) -> list[tuple[str, str]]:
         (
             "refit",
             "intervals resample the evaluated patients with the fitted models and attacks held "
-            "fixed; they do not include retraining variability",
+            "fixed (the membership component's also takes in its attacks' seed variation); "
+            "they do not include retraining variability",
         )
     )
     library = report.get("warnings", {})

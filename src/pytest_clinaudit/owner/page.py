@@ -141,7 +141,8 @@ def _diagnostics(report: dict[str, Any]) -> list[dict[str, Any]]:
         },
     ]
     component = report["membership"]["component"]
-    chosen = ", ".join(f"{name} in {n} of {component['folds']} folds"
+    choices = component["folds"] * component.get("repeats", 1)
+    chosen = ", ".join(f"{name} first in {n} of {choices} fold choices"
                        for name, n in component["attacks_chosen"].items())  # fmt: skip
     rows.append(
         {

@@ -120,7 +120,8 @@ def format_own_audit(title: str, report: dict[str, Any]) -> str:
     lines.append(
         f"    membership advantage (TPR - FPR) {mi['advantage']:+.4f}: TPR {mi['tpr']:.3f}, "
         f"FPR {mi['fpr']:.3f} over {mi['n_members']} members and {mi['n_nonmembers']} "
-        f"non-members; attack chosen per fold: {chosen}"
+        f"non-members; attack ranked first per fold, over {mi.get('repeats', 1)} draws of the "
+        f"folds: {chosen}"
     )
     for name, attack in membership_attacks(report["membership"]):
         points = "; ".join(_point(p) for p in attack["low_fpr"])
