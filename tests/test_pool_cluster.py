@@ -181,7 +181,7 @@ def test_grade_many_on_a_scheduler_grades_as_the_fork_executor_does(
     argv = ["grade-many", str(graded_batch.directory / "manifest.jsonl"), "--out", str(out)]
     argv += ["--cache-dir", str(graded_batch.cache_dir), "-q"]
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster:
         command = [sys.executable, "-m", "pytest_clinaudit.cli", *argv]
         command += ["--scheduler", cluster.scheduler_address]

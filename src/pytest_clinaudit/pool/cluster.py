@@ -167,7 +167,10 @@ def open_client(
                 threads_per_worker=1,
                 processes=True,
                 env=worker_environment(capability),
-                dashboard_address=":0" if dashboard_available() else None,
+                # A free port, never the default 8787: two clusters on one machine (two
+                # test workers, two users) would collide, and without bokeh the address
+                # still serves the scheduler's HTTP endpoints.
+                dashboard_address=":0",
                 silence_logs=40,  # logging.ERROR: the live line is the progress
             ) as cluster,
             distributed.Client(cluster) as client,  # type: ignore[no-untyped-call]
