@@ -85,3 +85,25 @@ def write_cohort(
     train.to_csv(train_csv, index=False)
     test.to_csv(test_csv, index=False)
     return CohortFiles(name, train, test, train_csv, test_csv)
+
+
+def write_gbsg2_forest(directory: Path) -> tuple[Path, CohortFiles]:
+    """An unpruned random forest on GBSG2 (its text categories one-hot encoded), pickled as
+    ``forest.pkl`` beside the cohort's CSVs: a model that leaks its training rows."""
+    import pickle
+
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    files = write_cohort(directory, "gbsg2")
+    X, y = files.xy("train")
+    encode = make_column_transformer(
+        (OneHotEncoder(handle_unknown="ignore"), ["horTh", "menostat", "tgrade"]),
+        remainder="passthrough",
+    )
+    forest = RandomForestClassifier(n_estimators=50, random_state=0, n_jobs=1)
+    model = directory / "forest.pkl"
+    model.write_bytes(pickle.dumps(make_pipeline(encode, forest).fit(X, y)))
+    return model, files

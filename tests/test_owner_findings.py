@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import html
 import json
-import pickle
 from typing import Any
 
 import pytest
-from owner_cohorts import LABEL, write_cohort
+from owner_cohorts import LABEL, write_gbsg2_forest
 
 from pytest_clinaudit.cli import main
 from pytest_clinaudit.reference.attacks.params import COMPONENTS
@@ -58,21 +57,8 @@ def test_a_component_at_its_floor_is_no_finding_and_one_below_is() -> None:
 @pytest.fixture(scope="module")
 def forest_audit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """An unpruned random forest on GBSG2 (text categories one-hot encoded), audited."""
-    from sklearn.compose import make_column_transformer
-    from sklearn.ensemble import RandomForestClassifier
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import OneHotEncoder
-
     directory = tmp_path_factory.mktemp("gbsg2-forest")
-    cohort = write_cohort(directory, "gbsg2")
-    X, y = cohort.xy("train")
-    encode = make_column_transformer(
-        (OneHotEncoder(handle_unknown="ignore"), ["horTh", "menostat", "tgrade"]),
-        remainder="passthrough",
-    )
-    forest = RandomForestClassifier(n_estimators=50, random_state=0, n_jobs=1)
-    model = directory / "forest.pkl"
-    model.write_bytes(pickle.dumps(make_pipeline(encode, forest).fit(X, y)))
+    model, cohort = write_gbsg2_forest(directory)
     out, page = directory / "report.json", directory / "report.html"
     argv = [
         "audit", "--model", str(model), "--train", str(cohort.train_csv),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from owner_cohorts import LABEL, CohortFiles, write_cohort
+from owner_cohorts import LABEL, CohortFiles, write_cohort, write_gbsg2_forest
 
 from pytest_clinaudit.cli import main
 
@@ -38,22 +38,7 @@ def _audit(model: Path, files: CohortFiles, *extra: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def gbsg2_forest(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CohortFiles]:
     """An unpruned random forest on GBSG2 (514 training, 172 test rows): it leaks."""
-    from sklearn.compose import make_column_transformer
-    from sklearn.ensemble import RandomForestClassifier
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import OneHotEncoder
-
-    directory = tmp_path_factory.mktemp("gbsg2-forest-seeds")
-    files = write_cohort(directory, "gbsg2")
-    X, y = files.xy("train")
-    encode = make_column_transformer(
-        (OneHotEncoder(handle_unknown="ignore"), ["horTh", "menostat", "tgrade"]),
-        remainder="passthrough",
-    )
-    forest = RandomForestClassifier(n_estimators=50, random_state=0, n_jobs=1)
-    model = directory / "forest.pkl"
-    model.write_bytes(pickle.dumps(make_pipeline(encode, forest).fit(X, y)))
-    return model, files
+    return write_gbsg2_forest(tmp_path_factory.mktemp("gbsg2-forest-seeds"))
 
 
 @pytest.mark.slow
