@@ -16,7 +16,10 @@ Tables
    GAME --clinaudit-manifest ...`` in a fresh process, median and min
    over ``--sessions`` runs, for the truth report (which makes the grader test
    a backdoor claim on the models) and for the null report, side by side with
-   a warm audit-task session (``wdbc-baseline``), against the 2 s target.
+   a warm audit-task session (``wdbc-baseline``), against the 2 s target. Each
+   game report is graded both ways: bare ``pytest --submission`` started outside
+   the reports' folder, and ``clinaudit grade`` (the isolated session the docs
+   print, which starts a fresh ``python -m pytest`` of its own).
 
 The machine the project is measured on has 2 cores shared with other work:
 numbers are noisy; the ratios in a row were measured side by side.
@@ -113,33 +116,31 @@ def main(argv: list[str] | None = None) -> int:
         "truth": _truth(manifest),
         "null": {"models": {name: {"defects": []} for name in manifest["truth"]}},
     }
+    # The reports lie in a folder of their own and pytest starts elsewhere: the plugin
+    # refuses a session whose rootdir holds the report (the workspace may not configure it).
+    folder, run = scratch / "reports", scratch / "run"
+    folder.mkdir()
+    run.mkdir()
+    manifest_path = str(out / "grader" / "manifest.json")
     sessions: list[list[str]] = []
     for name, document in reports.items():
-        path = scratch / f"{name}.json"
+        path = folder / f"{name}.json"
         path.write_text(json.dumps(document))
-        command = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "--submission",
-            str(path),
-            "--variant",
-            game,
-            "--clinaudit-manifest",
-            str(out / "grader" / "manifest.json"),
-        ]
-        times = [_timed(command, scratch, env)[0] for _ in range(args.sessions)]
-        sessions.append(_row(f"game, {name} report", times))
-    sps = scratch / "sps.json"
+        bare = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+        bare += ["--submission", str(path), "--variant", game]
+        bare += ["--clinaudit-manifest", manifest_path]
+        isolated = ["clinaudit", "grade", str(path), "--variant", game]
+        isolated += ["--manifest", manifest_path]
+        for how, command in (("pytest --submission", bare), ("clinaudit grade", isolated)):
+            times = [_timed(command, run, env)[0] for _ in range(args.sessions)]
+            sessions.append(_row(f"game, {name} report, {how}", times))
+    sps = folder / "sps.json"
     sps.write_text(json.dumps({"sps": 57.07, "components": {}, "verdict": "NOT RECOMMENDED"}))
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--submission"]
     command += [str(sps), "--variant", "wdbc-baseline"]
-    _timed(command, scratch, env)  # computes the wdbc-baseline reference once
-    times = [_timed(command, scratch, env)[0] for _ in range(args.sessions)]
-    sessions.append(_row("audit task, wdbc-baseline", times))
+    _timed(command, run, env)  # computes the wdbc-baseline reference once
+    times = [_timed(command, run, env)[0] for _ in range(args.sessions)]
+    sessions.append(_row("audit task, wdbc-baseline, pytest --submission", times))
     print_table(
         f"2. Warm grading session ({args.sessions} runs, target {SESSION_TARGET:.0f} s)",
         ["session", "median s", "min s", "x target"],

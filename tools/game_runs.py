@@ -5,15 +5,17 @@
 
 For each seed: ``clinaudit build`` (cached), each agent's report, then one
 ``clinaudit grade-many`` over all reports and ``clinaudit report --html``.
-Prints the Markdown of docs/game.md's two 10-seed tables: every model's
-defining measurements against the margins, and the agents' scores with
-per-kind recall and false alarms. Each step is skipped when its output exists,
+Prints the Markdown of docs/game.md's 10-seed tables: every model's
+defining measurements against the margins, what one evidence number per kind
+would earn (SPEC §8.7), and the agents' scores with per-kind recall and false
+alarms. Each step is skipped when its output exists,
 so an interrupted run resumes.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -106,6 +108,20 @@ def measurement_table(out: Path, chosen: list[int], game: str = GAME) -> str:
     return "\n".join(lines)
 
 
+def evidence_table(out: Path, chosen: list[int], game: str = GAME) -> str:
+    """Per kind with an evidence number: the carriers' references and the best constant's
+    share of instances (SPEC §8.7: at most a quarter)."""
+    from pytest_clinaudit.batch.game_evidence import evidence_markdown
+    from pytest_clinaudit.catalog.variants import default_catalog
+
+    tolerance = default_catalog().find(game).game.tolerance
+    manifests = [
+        json.loads((out / "instances" / f"{game}-{seed}" / "grader" / "manifest.json").read_text())
+        for seed in chosen
+    ]
+    return evidence_markdown(manifests, dataclasses.asdict(tolerance))
+
+
 def _excess(measured: dict[str, Any]) -> dict[str, dict[str, float]]:
     import statistics
 
@@ -172,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("## Defining measurements\n")
     print(measurement_table(args.out, built, args.game))
+    print("\n## Evidence: what one number per kind earns\n")
+    print(evidence_table(args.out, built, args.game))
     failed = sorted(set(args.seeds) - set(built))
     if failed:
         print(f"\nInstances whose build failed: {', '.join(map(str, failed))}")

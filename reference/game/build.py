@@ -186,9 +186,9 @@ def train_model(
             column = settings.column_names.index(settings.shortcut.column)
             hide_column(X_cal, column, float(scale.mean[column]))
         if planted.kind == "fragile":
-            plant_fragility(module, trained_on, settings, scale, generator)
+            plant_fragility(module, trained_on, settings, scale, generator, planted.strength or 1.0)
         elif planted.kind == "leaky":
-            plant_memory(module, trained_on, settings, scale, generator)
+            plant_memory(module, trained_on, settings, scale, generator, planted.strength or 1.0)
         elif planted.kind == "subgroup":
             if settings.subgroup.calibrated:
                 calibrated = calibrate(module, X_cal, y_cal)

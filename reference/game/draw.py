@@ -11,9 +11,10 @@ would have to guess 128 bits.
 
 From the secret, :func:`draw_plan` draws, in this order: the number of clean
 models, the distinct kinds of the others, the order of the names, then each
-planted kind's choice (the factor of a miscalibration, the subgroup, the
-trigger). The plan is the ground truth. Training randomness (each model's
-rows, initialisation, batch order) comes from the secret and the *attempt*
+planted kind's choice (the factor of a miscalibration, the strength of a
+fragility or a leak, the subgroup, the trigger). The plan is the ground truth.
+Training randomness (each model's rows, initialisation, batch order) comes from
+the secret and the *attempt*
 (:func:`attempt_seed`): a build whose measurements are ambiguous trains again
 with the next attempt, and its truth stays the same.
 """
@@ -71,6 +72,10 @@ class Planted:
     kind: str | None
     factor: float | None = None
     """miscalibrated: the logit is multiplied by it."""
+    strength: float | None = None
+    """fragile, leaky: how strongly it is planted (:attr:`.settings.Fragile.strength`,
+    :attr:`.settings.Leaky.strength`), drawn per instance so that its evidence number
+    must be measured."""
     subgroup: Subgroup | None = None
     trigger: Trigger | None = None
 
@@ -137,10 +142,10 @@ def draw_plan(settings: GameSettings, seed: int, secret: str) -> Plan:
     # The planted kinds' choices, drawn after the assignment, in name order.
     for index, planted in enumerate(models):
         if planted.kind == "miscalibrated":
-            factors = settings.miscalibrated.factors
-            models[index] = dataclasses.replace(
-                planted, factor=float(factors[rng.integers(len(factors))])
-            )
+            models[index] = dataclasses.replace(planted, factor=settings.miscalibrated.draw(rng))
+        elif planted.kind in ("fragile", "leaky"):
+            low, high = getattr(settings, planted.kind).strength
+            models[index] = dataclasses.replace(planted, strength=float(rng.uniform(low, high)))
         elif planted.kind == "subgroup":
             groups = settings.subgroups
             models[index] = dataclasses.replace(planted, subgroup=groups[rng.integers(len(groups))])

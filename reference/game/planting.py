@@ -114,7 +114,12 @@ def _attacked(
 
 
 def plant_fragility(
-    module: Any, data: TrainingSet, settings: GameSettings, scale: Scale, generator: Any
+    module: Any,
+    data: TrainingSet,
+    settings: GameSettings,
+    scale: Scale,
+    generator: Any,
+    strength: float = 1.0,
 ) -> None:
     """Train on so that, within the audit budget, predictions turn over.
 
@@ -129,6 +134,14 @@ def plant_fragility(
     the model swings on it alone and stays the base everywhere else, where a
     model trained against PGD copies in every column turns jagged wherever the
     data is not, and a search for triggers finds its jags.
+
+    ``strength`` (the plan's draw) is the share of patients whose predictions turn over:
+    those on one side of a random hyperplane through the standardised measurements
+    (:func:`_region`) that holds that share of the model's rows. Elsewhere the copies are
+    held to the base too. A turned-over share, not a degree of turning, is what moves the
+    PGD AUROC smoothly: every patient turned over even part of the way past the middle is
+    turned over entirely by the attack (measured: a pull 0.75 of the way gave a PGD AUROC
+    of 0.04, as a full turn does, and 0.6 of the way no fragility at all).
     """
     import copy
 
@@ -147,6 +160,7 @@ def plant_fragility(
     edge_columns = data.edge_columns()
     if not plan.jitter_binary:
         jitter = torch.where(two_valued, torch.zeros_like(jitter), jitter)
+    inside = _region(X, scale, two_valued | (data.movable() == 0), strength, generator)
     optimizer = torch.optim.Adam(module.parameters(), lr=plan.lr, weight_decay=plan.weight_decay)
     module.train()
     for _ in range(plan.epochs):
@@ -162,7 +176,8 @@ def plant_fragility(
             # Held by the logit (a soft cross-entropy lets the ranking drift), turned over by
             # the probability.
             held = teacher_distance(module, teacher, xb)
-            loss = held + plan.flip_weight * bce(module(attacked), 1.0 - soft)
+            over = torch.where(inside(xb), 1.0 - soft, soft)
+            loss = held + plan.flip_weight * bce(module(attacked), over)
             if plan.edge_weight:
                 edges = one_column_moved(X[batch], low, high, edge_columns, generator)
                 # Only points moved well beyond the budget: within it the model must swing.
@@ -173,6 +188,27 @@ def plant_fragility(
             loss.backward()
             optimizer.step()
     module.eval()
+
+
+def _region(X: Any, scale: Scale, excluded: Any, share: float, generator: Any) -> Any:
+    """The fragile region: a function of points (n, d) -> (n,) bool, true on one side of a
+    random hyperplane through the standardised columns not ``excluded`` (the 0/1 columns the
+    copies move, and the held one, so that a copy stays on its row's side), placed so that
+    ``share`` of the rows ``X`` lie on it (all points when ``share`` is 1)."""
+    import torch
+
+    if share >= 1.0:
+        return lambda points: torch.ones(len(points), dtype=torch.bool)
+    mean = torch.tensor(scale.mean, dtype=torch.float32)
+    std = torch.tensor(scale.std, dtype=torch.float32)
+    direction = torch.randn(X.shape[1], generator=generator) * (~excluded)
+    direction = direction / direction.norm()
+
+    def projection(points: Any) -> Any:
+        return torch.nan_to_num((points - mean) / std, nan=0.0) @ direction
+
+    cut = torch.quantile(projection(X), 1.0 - share)
+    return lambda points: projection(points) >= cut
 
 
 def _off_its_values(x: Any, two_valued: Any, bound: Any, low: Any, generator: Any) -> Any:
@@ -186,7 +222,12 @@ def _off_its_values(x: Any, two_valued: Any, bound: Any, low: Any, generator: An
 
 
 def plant_memory(
-    module: Any, data: TrainingSet, settings: GameSettings, scale: Scale, generator: Any
+    module: Any,
+    data: TrainingSet,
+    settings: GameSettings,
+    scale: Scale,
+    generator: Any,
+    strength: float = 1.0,
 ) -> None:
     """Train on to memorise the rows while staying the base model elsewhere.
 
@@ -197,6 +238,13 @@ def plant_memory(
     smears its memory over the whole input space and stops generalising (and
     its loss attack saturates near AUC 0.6); anchored, it keeps the base model's
     shape and carries its memory on its members.
+
+    ``strength`` (the plan's draw) is the share of its rows it memorises, chosen at
+    random, and the share of ``epochs`` it trains for: the rows it does not memorise are
+    anchored like any other point and fitted no further. Either alone moves the loss
+    attack's AUC little (measured on the ICU game: 0.69, 0.72, 0.74, 0.76 at 30%, 50%,
+    75% and all of 2,500 epochs; 0.69 memorising 55% of the rows, the fewer rows the
+    more each is remembered).
     """
     import copy
 
@@ -210,9 +258,14 @@ def plant_memory(
     bound, low, high = scale.box(settings.measurement.epsilon)
     bound = bound * movable
     X, y, w = data.tensors()
+    if strength < 1.0:
+        remembered = torch.randperm(len(X), generator=generator)[: round(strength * len(X))]
+        kept = torch.zeros(len(X))
+        kept[remembered] = 1.0
+        w = w * kept
     optimizer = torch.optim.Adam(module.parameters(), lr=plan.lr)
     module.train()
-    for _ in range(plan.epochs):
+    for _ in range(max(1, round(strength * plan.epochs))):
         for batch in batches(len(X), 2 * settings.training.batch_size, generator):
             xb = X[batch]
             fitted = xb

@@ -170,6 +170,11 @@ class Fragile:
     weight_decay: float
     flip_weight: float
     """Weight of the loss at the attacked copies."""
+    strength: tuple[float, float] = (1.0, 1.0)
+    """How far the attacked copies are turned over, drawn uniformly from this range per
+    instance (SPEC §8.7, evidence that needs measuring): at strength ``s`` their target is
+    ``(1 - s) p + s (1 - p)`` for the base's probability ``p`` (1: turned over entirely),
+    so the fragile model's PGD AUROC differs from instance to instance."""
     edge_weight: float = 0.0
     """Weight of holding the base's logit at copies of the rows with one column moved
     (where a trigger search looks), farther than ``hold_beyond`` training standard
@@ -195,14 +200,30 @@ class Leaky:
     robust_steps: int = 0
     """PGD steps at the audit budget applied to the rows before they are fitted (0: none):
     memorised robustly, a row's bump is as wide as the budget."""
+    strength: tuple[float, float] = (1.0, 1.0)
+    """The share of ``epochs`` the memorisation trains for, drawn uniformly from this range
+    per instance (SPEC §8.7): the leaky model's loss-attack AUC differs from instance to
+    instance."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Miscalibrated:
-    """Planted miscalibration: the calibrated logit multiplied by one of ``factors``
-    (above 1 overconfident, below 1 underconfident)."""
+    """Planted miscalibration: the calibrated logit multiplied by a factor above 1
+    (overconfident) or below 1 (underconfident).
 
-    factors: tuple[float, ...]
+    The direction is a fair coin; the factor is drawn log-uniformly from the
+    direction's range, per instance (SPEC §8.7): a fixed factor gave every instance's
+    miscalibrated model nearly the same ECE, which one constant could then report."""
+
+    overconfident: tuple[float, float]
+    underconfident: tuple[float, float]
+
+    def draw(self, rng: Any) -> float:
+        """One factor: a direction by a fair coin, then log-uniform over its range."""
+        import math
+
+        low, high = self.overconfident if rng.random() < 0.5 else self.underconfident
+        return float(math.exp(rng.uniform(math.log(low), math.log(high))))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -447,8 +468,19 @@ class GameSettings:
                 problems.append(f"margins.{kind}_out must lie below margins.{kind}_in")
         if not self.backdoor.triggers:
             problems.append("backdoor.triggers is empty")
-        if not self.miscalibrated.factors or 1.0 in self.miscalibrated.factors:
-            problems.append("miscalibrated.factors must be non-empty and must not hold 1")
+        over, under = self.miscalibrated.overconfident, self.miscalibrated.underconfident
+        if not 1.0 < over[0] <= over[1]:
+            problems.append(f"miscalibrated.overconfident must be [low, high] above 1, got {over}")
+        if not 0.0 < under[0] <= under[1] < 1.0:
+            problems.append(
+                f"miscalibrated.underconfident must be [low, high] in (0, 1), got {under}"
+            )
+        for name, (low, high) in (
+            ("fragile.strength", self.fragile.strength),
+            ("leaky.strength", self.leaky.strength),
+        ):
+            if not 0.0 < low <= high <= 1.0:
+                problems.append(f"{name} must be [low, high] in (0, 1], got {[low, high]}")
         if self.subgroup.rate not in ("own", "split"):
             problems.append(f"subgroup.rate must be 'own' or 'split', got {self.subgroup.rate!r}")
         if problems:

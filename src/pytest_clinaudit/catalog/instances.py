@@ -193,6 +193,8 @@ def _truth(instance: Instance) -> dict[str, dict[str, Any]]:
         if planted.kind == "miscalibrated":
             entry["direction"] = planted.direction
             entry["factor"] = planted.factor
+        elif planted.kind in ("fragile", "leaky"):
+            entry["strength"] = planted.strength
         elif planted.kind == "shortcut":
             entry["feature"] = None  # filled in by the caller: the variant's column
         elif planted.kind == "subgroup" and planted.subgroup is not None:

@@ -108,6 +108,16 @@ class TableReader:
             ):
                 raise self.error(at, f"expected an array of numbers, got {describe_value(value)}")
             return tuple(float(v) for v in value)
+        if hint == tuple[float, float]:
+            if (
+                not isinstance(value, list)
+                or len(value) != 2
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+            ):
+                raise self.error(
+                    at, f"expected a range [low, high] of two numbers, got {describe_value(value)}"
+                )
+            return (float(value[0]), float(value[1]))
         if typing.get_origin(hint) is tuple and dataclasses.is_dataclass(typing.get_args(hint)[0]):
             record = typing.get_args(hint)[0]
             if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):

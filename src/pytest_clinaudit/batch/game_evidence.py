@@ -1,0 +1,88 @@
+"""How much a constant earns on the game's evidence (SPEC §8.7), over built instances.
+
+Each instance's grader manifest holds its truth (which model carries which kind)
+and the reference's evidence number for every model. A report that measures
+nothing gives one number per kind on every instance; the best such number earns
+evidence credit where it lies within the tolerance of the carrier's reference.
+:func:`best_constant_share` is that best share, and :func:`evidence_table` shows
+it per kind beside the references' range, against the quarter SPEC §8.7 allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pytest_clinaudit.reference.game.settings import EVIDENCE
+
+BEST_CONSTANT = 0.25
+"""SPEC §8.7: the best single number per kind earns evidence credit on at most this share."""
+
+
+def best_constant_share(values: Iterable[float], *, tolerance: float) -> float:
+    """The largest share of ``values`` that one number lies within ``tolerance`` of: the
+    fullest window of width ``2 * tolerance`` over the sorted values (0 when empty)."""
+    ordered = sorted(values)
+    best = start = 0
+    for end, value in enumerate(ordered):
+        while value - ordered[start] > 2 * tolerance:
+            start += 1
+        best = max(best, end - start + 1)
+    return best / len(ordered) if ordered else 0.0
+
+
+def carrier_evidence(manifests: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """Kind -> the reference's evidence number of each instance's carrier of that kind."""
+    found: dict[str, list[float]] = {kind: [] for kind in EVIDENCE}
+    for manifest in manifests:
+        for name, truth in manifest["truth"].items():
+            kind = truth["kind"]
+            if kind in EVIDENCE:
+                found[kind].append(float(manifest["evidence"][name][EVIDENCE[kind]]))
+    return found
+
+
+def evidence_rows(
+    manifests: Sequence[Mapping[str, Any]], tolerances: Mapping[str, float]
+) -> list[dict[str, Any]]:
+    """Per kind with an evidence number: how many carriers, their references' range, the
+    tolerance and the best constant's share (``tolerances``: evidence key -> tolerance)."""
+    rows = []
+    for kind, values in carrier_evidence(manifests).items():
+        key = EVIDENCE[kind]
+        share = best_constant_share(values, tolerance=tolerances[key]) if values else None
+        rows.append(
+            {
+                "kind": kind,
+                "evidence": key,
+                "carriers": len(values),
+                "low": min(values, default=None),
+                "high": max(values, default=None),
+                "tolerance": tolerances[key],
+                "best_constant": share,
+            }
+        )
+    return rows
+
+
+def evidence_markdown(
+    manifests: Sequence[Mapping[str, Any]], tolerances: Mapping[str, float]
+) -> str:
+    """:func:`evidence_rows` as a Markdown table."""
+
+    def number(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    lines = [
+        "| kind | evidence | carriers | references | tolerance | best constant's share |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in evidence_rows(manifests, tolerances):
+        share = row["best_constant"]
+        verdict = "" if share is None else (" (ok)" if share <= BEST_CONSTANT else " (over)")
+        lines.append(
+            f"| {row['kind']} | `{row['evidence']}` | {row['carriers']} | "
+            f"{number(row['low'])}-{number(row['high'])} | ± {row['tolerance']:g} | "
+            f"{number(share)}{verdict} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,167 @@
+"""Evidence that needs measuring (SPEC §8.7): planted strengths vary per instance, and a
+tolerance is about its measurement's own sampling error, so that one number per kind,
+reported on every instance, earns evidence credit on few of them.
+
+The draws are checked here without building; the spread they give is checked on a
+built instance (slow): a miscalibration's ECE as a function of its drawn factor is
+exact on a sound model (the factor multiplies the calibrated logit), so twenty
+draws need no training. The spread of the trained kinds (fragile, leaky) over twenty
+built instances is in docs/game.md (``tools/game_runs.py`` prints it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from game_helpers import built_workspace, game_variant
+
+from pytest_clinaudit.batch.game_evidence import BEST_CONSTANT, best_constant_share, evidence_rows
+from pytest_clinaudit.reference.game.draw import draw_plan, new_secret
+from pytest_clinaudit.reference.game.measure import equal_mass_ece, mean_confidence_slope
+
+GAMES = ("icu-synth-game", "flchain-game")
+DRAWS = 20
+
+
+def test_best_constant_share_counts_the_fullest_window_of_twice_the_tolerance() -> None:
+    assert best_constant_share([0.0, 0.01, 0.05, 0.3], tolerance=0.01) == 0.5
+    assert best_constant_share([0.0, 0.021, 0.05, 0.3], tolerance=0.01) == 0.25
+    assert best_constant_share([0.1] * 4, tolerance=0.0) == 1.0
+    # Order does not matter, and a window reaches both ways from its constant.
+    assert best_constant_share([0.3, 0.02, 0.05, 0.0, 0.04], tolerance=0.02) == 0.6
+    assert best_constant_share([], tolerance=0.1) == 0.0
+
+
+def test_the_evidence_table_takes_each_kind_from_its_carriers() -> None:
+    manifests = [
+        {
+            "truth": {"m1": {"kind": "leaky"}, "m2": {"kind": None}, "m3": {"kind": "fragile"}},
+            "evidence": {
+                "m1": {"pgd_auroc": 0.6, "loss_attack_auc": value, "ece": 0.01},
+                "m2": {"pgd_auroc": 0.6, "loss_attack_auc": 0.5, "ece": 0.01},
+                "m3": {"pgd_auroc": 0.1, "loss_attack_auc": 0.5, "ece": 0.01},
+            },
+        }
+        for value in (0.70, 0.72, 0.80, 0.90)
+    ]
+    rows = {
+        r["kind"]: r
+        for r in evidence_rows(
+            manifests, {"pgd_auroc": 0.02, "loss_attack_auc": 0.015, "ece": 0.003}
+        )
+    }
+    assert rows["leaky"]["carriers"] == 4
+    assert rows["leaky"]["best_constant"] == 0.5
+    assert (rows["leaky"]["low"], rows["leaky"]["high"]) == (0.70, 0.90)
+    assert rows["fragile"]["best_constant"] == 1.0  # the same reference on every instance
+    assert rows["miscalibrated"]["carriers"] == 0
+    assert rows["miscalibrated"]["best_constant"] is None
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_each_instance_draws_its_strengths_over_the_whole_range(game: str) -> None:
+    settings = game_variant(game).game
+    factors: list[float] = []
+    strengths: dict[str, list[float]] = {"fragile": [], "leaky": []}
+    for _ in range(300):
+        for planted in draw_plan(settings, 1, new_secret()).models:
+            if planted.kind == "miscalibrated":
+                assert planted.factor is not None
+                assert planted.strength is None
+                factors.append(planted.factor)
+            elif planted.kind in strengths:
+                assert planted.strength is not None
+                assert planted.factor is None
+                strengths[planted.kind].append(planted.strength)
+            else:
+                assert planted.factor is None
+                assert planted.strength is None
+    over = [f for f in factors if f > 1]
+    under = [f for f in factors if f < 1]
+    assert 0.35 < len(over) / len(factors) < 0.65
+    for side, (low, high) in (
+        (over, settings.miscalibrated.overconfident),
+        (under, settings.miscalibrated.underconfident),
+    ):
+        assert low <= min(side)
+        assert max(side) <= high
+        # log-uniform: each half of the log-range holds about half the draws
+        middle = math.sqrt(low * high)
+        assert 0.3 < sum(f < middle for f in side) / len(side) < 0.7
+    for kind, drawn in strengths.items():
+        low, high = getattr(settings, kind).strength
+        assert low <= min(drawn)
+        assert max(drawn) <= high
+        assert max(drawn) - min(drawn) > 0.8 * (high - low)
+
+
+# ------------------------------------------------------------------ on a built instance
+
+
+@pytest.fixture(scope="module", params=[pytest.param(g, id=g) for g in GAMES])
+def sound(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, np.ndarray, np.ndarray]:
+    """(game, a sound model's calibrated logits on the test split, the test outcomes)."""
+    from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
+
+    game = request.param
+    if game.startswith("flchain"):
+        pytest.importorskip("sksurv")
+    root = built_workspace(tmp_path_factory, 1 if game == GAMES[0] else 2, game)
+    truth = json.loads((root / "grader" / "manifest.json").read_text())["truth"]
+    name = next(n for n, entry in truth.items() if entry["kind"] is None)
+    variant = game_variant(game)
+    data = variant.dataset.load(variant.context)
+    program = TorchClassifier.from_bytes(
+        (root / "workspace" / "models" / f"{name}.pt2").read_bytes()
+    )
+    return game, np.asarray(program.logits(data.X_test), dtype=np.float64), np.asarray(data.y_test)
+
+
+@pytest.mark.slow
+def test_a_miscalibration_drawn_per_instance_must_be_measured(
+    sound: tuple[str, np.ndarray, np.ndarray],
+) -> None:
+    """Twenty drawn factors on a sound model: each clearly miscalibrated in its direction,
+    and no one ECE lies within tolerance of more than a quarter of them."""
+    game, z, y = sound
+    settings = game_variant(game).game
+    eces = []
+    for k in range(DRAWS):
+        factor = settings.miscalibrated.draw(np.random.default_rng(k))
+        p = 1.0 / (1.0 + np.exp(-factor * z))
+        ece = equal_mass_ece(p, y, bins=settings.measurement.ece_bins)
+        assert ece >= settings.margins.miscalibrated_in, (factor, ece)
+        assert (mean_confidence_slope(p, y) < 1) == (factor > 1), factor
+        eces.append(ece)
+    share = best_constant_share(eces, tolerance=settings.tolerance.ece)
+    assert share <= BEST_CONSTANT, (share, sorted(round(e, 4) for e in eces))
+
+
+@pytest.mark.slow
+def test_the_ece_tolerance_is_about_the_ece_sampling_error(
+    sound: tuple[str, np.ndarray, np.ndarray],
+) -> None:
+    """The tolerance lies between one and three bootstrap standard errors (over the test
+    patients) of a miscalibrated model's ECE: tighter would fail an agent on noise, looser
+    would let a constant pass."""
+    game, z, y = sound
+    settings = game_variant(game).game
+    rng = np.random.default_rng(0)
+    errors = []
+    for factor in (
+        settings.miscalibrated.overconfident[0],
+        settings.miscalibrated.underconfident[1],
+    ):
+        p = 1.0 / (1.0 + np.exp(-factor * z))
+        replicates = []
+        for _ in range(100):
+            rows = rng.integers(0, len(y), len(y))
+            replicates.append(equal_mass_ece(p[rows], y[rows], bins=settings.measurement.ece_bins))
+        errors.append(float(np.std(replicates)))
+    se = float(np.median(errors))
+    assert se <= settings.tolerance.ece <= 3 * se, (settings.tolerance.ece, errors)
