@@ -50,7 +50,7 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
         ("base_rows = 8000", "base_rows = 'many'", "game.training.base_rows: expected an integer"),
         ("fragile_in = 0.45", "fragile_in = 0.2", "margins.fragile_out must lie below"),
         ("overconfident = [1.6, 3.0]", "overconfident = [0.9, 3.0]", "overconfident must be"),
-        ("underconfident = [0.12, 0.7]", "underconfident = [0.12, 1.5]", "underconfident must be"),
+        ("underconfident = [0.12, 0.5]", "underconfident = [0.12, 1.5]", "underconfident must be"),
         ("overconfident = [1.6, 3.0]", "overconfident = [1.6]", "expected a range [low, high]"),
         ("strength = [0.55, 1.0]", "strength = [0.55, 1.2]", "leaky.strength must be"),
         ("strength = [0.7, 0.92]", "strength = [0.0, 0.92]", "fragile.strength must be"),
