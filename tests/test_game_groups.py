@@ -478,6 +478,29 @@ def test_a_draw_is_deterministic_in_its_rng_and_far_from_the_listed_subgroups() 
             assert jaccard(mask, listed.mask(X, NAMES)) < 0.5, (group.describe(), listed.name)
 
 
+def test_a_draw_can_also_keep_a_group_from_holding_much_of_a_listed_one() -> None:
+    X = _random_rows(600, seed=4)
+    space = GroupSpace.of(X, COLUMNS)
+    listed = [g.mask(X, NAMES) for g in LISTED]
+    # Far by Jaccard, yet holding much of a listed subgroup: the case max_held rules out.
+    far = np.all([space.overlaps(m) < 0.5 for m in listed], axis=0)
+    holding = np.max([space.held(m) for m in listed], axis=0)
+    assert (far & (holding > 0.3)).any()
+    for seed in range(20):
+        group = space.draw(np.random.default_rng(seed), listed, max_held=0.3)
+        mask = group.mask(X, NAMES)
+        for m in listed:
+            assert (mask & m).sum() / m.sum() <= 0.3
+            assert jaccard(mask, m) < 0.5
+    assert draw_group(np.random.default_rng(5), X, COLUMNS, LISTED, max_held=0.3) == space.draw(
+        np.random.default_rng(5), listed, max_held=0.3
+    )
+    assert space.draw(np.random.default_rng(5), listed, max_held=1.0) == space.draw(
+        np.random.default_rng(5), listed
+    )
+    assert np.array_equal(space.held(np.zeros(600, dtype=bool)), np.zeros(len(space)))
+
+
 def test_without_the_listed_subgroups_some_draws_would_be_near_them() -> None:
     """The distance rule does something: the space holds groups a listed subgroup names."""
     X = _random_rows(600, seed=4)

@@ -643,33 +643,58 @@ class GroupSpace:
 
         return np.unpackbits(self.packed[k], count=self.rows).astype(bool)
 
-    def overlaps(self, mask: Any) -> FloatArray:
-        """Every group's Jaccard overlap with the rows of ``mask`` (n,), (G,) at once; 0 where
-        both are empty (:func:`jaccard`)."""
+    def _common(self, mask: Any) -> tuple[IntArray, int]:
+        """Each group's rows inside ``mask`` (n,), and the rows of ``mask``."""
         import numpy as np
 
         inside = np.asarray(mask, dtype=bool)
         if inside.shape != (self.rows,):
             raise ValueError(f"a mask of {self.rows} rows was expected, got {inside.shape}")
-        intersection = _popcount(self.packed & np.packbits(inside))
-        union = self.sizes + int(inside.sum()) - intersection
+        return _popcount(self.packed & np.packbits(inside)), int(inside.sum())
+
+    def overlaps(self, mask: Any) -> FloatArray:
+        """Every group's Jaccard overlap with the rows of ``mask`` (n,), (G,) at once; 0 where
+        both are empty (:func:`jaccard`)."""
+        import numpy as np
+
+        intersection, size = self._common(mask)
+        union = self.sizes + size - intersection
         return np.where(union > 0, intersection / np.maximum(union, 1), 0.0)
 
+    def held(self, mask: Any) -> FloatArray:
+        """The share of the rows of ``mask`` (n,) that each group holds, (G,); 0 for an empty
+        mask. A group may be far from a listed subgroup by Jaccard and still hold much of
+        it (``age >= 80 and female`` holds half of ``age >= 75``): planted there, a defect
+        shows in the listed subgroup too."""
+        import numpy as np
+
+        intersection, size = self._common(mask)
+        return np.asarray(intersection / size if size else np.zeros(len(self)), dtype=np.float64)
+
     def draw(
-        self, rng: np.random.Generator, avoid: Sequence[Any], *, max_jaccard: float = MAX_JACCARD
+        self,
+        rng: np.random.Generator,
+        avoid: Sequence[Any],
+        *,
+        max_jaccard: float = MAX_JACCARD,
+        max_held: float | None = None,
     ) -> Group:
         """A group drawn uniformly with ``rng`` among those whose Jaccard overlap with each
-        mask of ``avoid`` (n,) is below ``max_jaccard`` (:func:`draw_group`)."""
+        mask of ``avoid`` (n,) is below ``max_jaccard`` and, if ``max_held`` is given, that
+        hold at most that share of each (:func:`draw_group`)."""
         import numpy as np
 
         far = np.ones(len(self), dtype=bool)
         for mask in avoid:
             far &= self.overlaps(mask) < max_jaccard
+            if max_held is not None:
+                far &= self.held(mask) <= max_held
         choices = np.flatnonzero(far)
         if not len(choices):
+            held = "" if max_held is None else f" and holding at most {max_held:g} of it"
             raise ValueError(
                 f"none of the {len(self)} groups is below a Jaccard overlap of "
-                f"{max_jaccard:g} with every group to avoid"
+                f"{max_jaccard:g} with every group to avoid{held}"
             )
         return self.group(int(choices[rng.integers(len(choices))]))
 
@@ -697,13 +722,16 @@ def draw_group(
     high: float = 0.25,
     *,
     max_jaccard: float = MAX_JACCARD,
+    max_held: float | None = None,
     quantiles: Sequence[float] = DECILES,
 ) -> Group:
     """A hidden group for the builder: drawn uniformly, with ``rng``, among the
     :func:`candidate_groups` of ``X`` (n, d) covering ``low`` to ``high`` of its rows whose
     Jaccard overlap with each of ``listed_subgroups`` (the v1 brief's listed subgroups, or
     any other groups to keep away from) is below ``max_jaccard``: so that no listed
-    subgroup names it.
+    subgroup names it. With ``max_held``, each group drawn also holds at most that share
+    of every listed subgroup's patients (:meth:`GroupSpace.held`), so that a defect
+    planted in it does not show in a listed subgroup as well.
 
     Deterministic in ``rng``: the candidates are listed in a fixed order, and one integer
     is drawn. ``ValueError`` if no candidate is far enough from every listed subgroup. To
@@ -715,5 +743,8 @@ def draw_group(
     space = GroupSpace.of(values, columns, low, high, quantiles=quantiles)
     names = tuple(c.name for c in columns)
     return space.draw(
-        rng, [listed.mask(values, names) for listed in listed_subgroups], max_jaccard=max_jaccard
+        rng,
+        [listed.mask(values, names) for listed in listed_subgroups],
+        max_jaccard=max_jaccard,
+        max_held=max_held,
     )
