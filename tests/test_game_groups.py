@@ -424,6 +424,26 @@ def test_candidate_groups_are_the_literal_enumeration(low: float, high: float) -
     assert candidate_groups(X, COLUMNS, low, high) == _literal_groups(X, COLUMNS, low, high)
 
 
+SMALL = st.integers(0, 40).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.sampled_from([18.0, 30.0, 50.0, 70.0, 90.0]), min_size=n, max_size=n),
+        st.lists(st.sampled_from([0.0, 1.0]), min_size=n, max_size=n),
+        st.lists(st.floats(20, 230) | st.just(90.0), min_size=n, max_size=n),
+        st.lists(st.sampled_from([NAN, 0.5, 1.0, 2.0]), min_size=n, max_size=n),
+    )
+)
+
+
+@settings(max_examples=100)
+@given(columns=SMALL, band=st.sampled_from([(0.05, 0.25), (0.0, 1.0), (0.2, 0.5)]))
+def test_on_any_small_rows_candidate_groups_are_the_literal_enumeration(
+    columns: Any, band: tuple[float, float]
+) -> None:
+    n = len(columns[0])
+    X = np.column_stack([*map(np.array, columns), np.ones(n), np.zeros(n)]).reshape(n, 6)
+    assert candidate_groups(X, COLUMNS, *band) == _literal_groups(X, COLUMNS, *band)
+
+
 def test_candidate_groups_cover_the_band_select_distinct_rows_and_prefer_one_condition() -> None:
     X = _random_rows(500, seed=2)
     groups = candidate_groups(X, COLUMNS)

@@ -599,7 +599,8 @@ class GroupSpace:
         if n >= 2**24:  # float32 counts are exact below 2**24
             raise ValueError(f"{n} rows: groups are counted in float32, up to 2**24 rows")
         # (C, n): each condition's rows, contiguous, so that a pair's mask is two row reads.
-        M = np.array([c.mask(values, names) for c in conditions], dtype=bool).reshape(-1, n)
+        M = np.array([c.mask(values, names) for c in conditions], dtype=bool)
+        M = M.reshape(len(conditions), n)
         # Rows in both of two conditions, for every pair at once: one matrix product.
         ones = M.astype(np.float32)
         both = np.rint(ones @ ones.T).astype(np.int64)
