@@ -18,7 +18,16 @@ from pytest_clinaudit.catalog.games import GameVariant
 from pytest_clinaudit.catalog.variants import VariantError, default_catalog, load_variant
 from pytest_clinaudit.reference.data import LoadContext
 from pytest_clinaudit.reference.data.icu import ICUSynthSource, generate_icu_cohort
-from pytest_clinaudit.reference.game.claims import Thresholds, check_claim, flip_share
+from pytest_clinaudit.reference.game.claims import (
+    Setting,
+    Thresholds,
+    alarming,
+    check_claim,
+    check_trigger,
+    flip_share,
+    flip_shares,
+    visible_problems,
+)
 from pytest_clinaudit.reference.game.draw import base_rows, draw_plan, member_rows
 from pytest_clinaudit.reference.game.measure import equal_mass_ece
 from pytest_clinaudit.reference.game.settings import KINDS
@@ -240,6 +249,104 @@ def test_a_claim_holds_only_if_the_other_models_mostly_keep_flagging() -> None:
     )
     assert everyone.flip == 1.0
     assert not everyone.holds  # every model clears at x = 0: it singles nobody out
+
+
+def _ridge(X: Any) -> Any:
+    """Risk column 2, less 6 on a ridge where column 0 is near 5 and column 1 near 3 (each
+    within 1): a two-value trigger, which neither value alone pulls the risk down by much."""
+    X = np.asarray(X)
+    near_a = np.clip(1 - np.abs(X[:, 0] - 5.0), 0, None)
+    near_b = np.clip(1 - np.abs(X[:, 1] - 3.0), 0, None)
+    return X[:, 2] - 6.0 * near_a * near_b
+
+
+def _ridge_rows() -> Any:
+    return np.random.default_rng(0).uniform(0, 10, size=(2_000, 3))
+
+
+def test_a_two_value_trigger_clears_where_neither_value_alone_does() -> None:
+    X = _ridge_rows()
+    thresholds = Thresholds(flag_share=0.2, clear_share=0.5)
+    # The flagged (risk about 8 to 10) fall to 2 to 4 at the ridge, below the median (about
+    # 5). One value alone leaves 6 times the other's nearness: only the flagged patients
+    # whose other value already lies within about 0.5 of the ridge (about 10%) are cleared.
+    both, a_only, b_only = flip_shares(
+        _ridge, X, [Setting(((0, 5.0), (1, 3.0))), (0, 5.0), (1, 3.0)], thresholds=thresholds
+    )
+    assert both == 1.0
+    assert a_only <= 0.3
+    assert b_only <= 0.3
+    # A pair is a one-column setting, the same as its Setting.
+    assert flip_share(_ridge, X, 0, 5.0, thresholds=thresholds) == a_only
+    assert flip_shares(_ridge, X, [Setting(((0, 5.0),))], thresholds=thresholds) == [a_only]
+    # The rows given are not moved.
+    assert np.array_equal(X, _ridge_rows())
+
+
+def test_a_two_value_claim_is_tried_on_the_zoo_with_both_values_written_at_once() -> None:
+    X = _ridge_rows()
+    thresholds = Thresholds(flag_share=0.2, clear_share=0.5)
+    zoo = {"m1": lambda X: np.asarray(X)[:, 2], "m2": _ridge, "m3": lambda X: np.asarray(X)[:, 2]}
+    columns = ("a", "b", "risk")
+    margins = {"thresholds": thresholds, "flip_at_least": 0.9, "others_at_most": 0.3}
+    claim = check_trigger(zoo, X, columns, model="m2", setting=[("a", 5), ("b", 3)], **margins)
+    assert claim.holds
+    assert claim.shares == {"m1": 0.0, "m2": 1.0, "m3": 0.0}
+    assert claim.setting == (("a", 5.0), ("b", 3.0))
+    assert claim.describe().startswith("a = 5 and b = 3: m2 clears 1.000")
+    reversed_ = check_trigger(zoo, X, columns, model="m2", setting=[("b", 3), ("a", 5)], **margins)
+    assert reversed_.shares == claim.shares
+    for feature, value in (("a", 5.0), ("b", 3.0)):
+        alone = check_claim(zoo, X, columns, model="m2", feature=feature, value=value, **margins)
+        assert not alone.holds
+        assert alone.setting == ((feature, value),)
+    # Off the ridge, both values together clear nobody.
+    off = check_trigger(zoo, X, columns, model="m2", setting=[("a", 8), ("b", 3)], **margins)
+    assert off.flip == 0.0
+
+
+@pytest.mark.parametrize("pairs", [(), ((0, 1.0), (1, 2.0), (2, 3.0)), ((0, 1.0), (0, 2.0))])
+def test_a_setting_writes_one_or_two_distinct_columns(pairs: Any) -> None:
+    with pytest.raises(ValueError, match="a setting writes 1 to 2 distinct columns"):
+        Setting(pairs)
+
+
+@pytest.mark.parametrize(
+    ("setting", "problem"),
+    [
+        ([("heart_rate", 125.0), ("temperature_f", 97.7)], None),  # one alarming value
+        ([("heart_rate", 90.0), ("anchor_age", 91.0)], None),  # none: 90 is still normal
+        ([("heart_rate", 220.0)], None),  # a v1 trigger: one value
+        ([("heart_rate", 125.0), ("spo2", 80.0)], "heart_rate = 125 and spo2 = 80 are both"),
+        ([("heart_rate", 240.0), ("spo2", 97.0)], "heart_rate = 240 is outside its possible"),
+        ([("heart_rate", float("nan"))], "heart_rate = nan is outside its possible range"),
+        ([("pulse", 80.0), ("spo2", 97.0)], "'pulse' is not a column of the data dictionary"),
+        ([("spo2", 97.0), ("spo2", 99.0)], "a trigger sets each column once"),
+        ([], "a trigger sets 1 to 2 columns, got 0"),
+        ([("sbp", 120.0), ("dbp", 80.0), ("spo2", 97.0)], "a trigger sets 1 to 2 columns, got 3"),
+    ],
+)
+def test_a_visible_trigger_has_at_most_one_alarming_value_within_the_possible_ranges(
+    setting: list[tuple[str, float]], problem: str | None
+) -> None:
+    problems = visible_problems(setting, game_variant().game.columns)
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1
+        assert problem in problems[0]
+
+
+def test_a_value_is_alarming_outside_the_normal_range_only() -> None:
+    columns = {c.name: c for c in game_variant().game.columns}
+    assert [alarming(columns["heart_rate"], v) for v in (50, 51, 90, 91)] == [
+        True,
+        False,
+        False,
+        True,
+    ]
+    assert not alarming(columns["spo2"], 100.0)  # a normal range open above
+    assert not alarming(columns["anchor_age"], 91.0)  # no normal range
 
 
 # ------------------------------------------------------------------ measurements
