@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -177,12 +180,148 @@ def test_the_dockerfile_parses_installs_the_pins_only_and_runs_the_agent_unprivi
         "requirements.txt /tmp/requirements.txt"
     ]
     runs = [value for kind, value in steps if kind == "RUN"]
-    assert runs[0] == "python -m pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt"
+    assert "python -m pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt" in runs
     assert [value for kind, value in steps if kind == "USER"] == [sandbox_image.AGENT_USER]
     assert [value for kind, value in steps if kind == "WORKDIR"] == [sandbox_image.AGENT_WORKDIR]
     # The build sends requirements.txt alone (the Dockerfile always goes).
     ignore = (tmp_path / ".dockerignore").read_text().splitlines()
     assert [line for line in ignore if not line.startswith("#")] == ["*", "!requirements.txt"]
+
+
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def _pip_installs(dockerfile: str) -> list[list[str]]:
+    """The arguments after ``pip install`` of every such command in the RUN steps, in
+    order, with ``$NAME`` and ``${NAME}`` of the Dockerfile's ARGs expanded."""
+    from dockerfile_parse import DockerfileParser
+
+    parser = DockerfileParser(fileobj=io.BytesIO(dockerfile.encode()))
+    args = parser.args
+    installs = []
+    for step in parser.structure:
+        if step["instruction"] != "RUN":
+            continue
+        value = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)), step["value"])
+        lexer = shlex.shlex(value, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True  # split at blanks and ;&| only
+        words = list(lexer)
+        command: list[str] = []
+        for word in [*words, ";"]:
+            if word not in {";", "&&", "||", "|", "&"}:
+                command.append(word)
+                continue
+            for at in range(len(command) - 1):
+                if command[at].endswith("pip") and command[at + 1] == "install":
+                    installs.append(command[at + 2 :])
+            command = []
+    return installs
+
+
+def _torch_problems(dockerfile: str, requirements: str, torch: str) -> list[str]:
+    """What would let the image's torch be unpinned or PyPI's CUDA build, given the pinned
+    ``torch`` version: torch installs from PyTorch's CPU index alone, pinned, before
+    ``requirements.txt``, whose torch line is the same pin."""
+    problems = []
+    name = re.compile(r"^torch(?![\w.-])")
+    pinned = [line for line in requirements.splitlines() if name.match(line)]
+    if pinned != [f"torch=={torch}"]:
+        problems.append(f"requirements.txt's torch lines {pinned} are not torch=={torch}")
+    installs = _pip_installs(dockerfile)
+    from_requirements = [at for at, words in enumerate(installs) if "-r" in words]
+    for at, words in enumerate(installs):
+        wanted = [word for word in words if name.match(word)]
+        if not wanted:
+            continue
+        if wanted != [f"torch=={torch}"]:
+            problems.append(f"pip install {words}: torch is not pinned to torch=={torch}")
+        indexes = [
+            words[i + 1] for i, word in enumerate(words[:-1]) if word in {"-i", "--index-url"}
+        ]
+        if indexes != [TORCH_CPU_INDEX]:
+            problems.append(f"pip install {words}: not from {TORCH_CPU_INDEX} alone")
+        if {"--extra-index-url", "-f", "--find-links"} & set(words) or "--no-index" in words:
+            problems.append(f"pip install {words}: another index can offer torch")
+        if not from_requirements or at > from_requirements[0]:
+            problems.append(f"pip install {words}: not before requirements.txt's install")
+    if not any(any(name.match(word) for word in words) for words in installs):
+        problems.append("torch is only installed from requirements.txt, PyPI's CUDA build too")
+    return problems
+
+
+def test_the_image_installs_the_pinned_torch_from_the_cpu_index_alone(tmp_path: Path) -> None:
+    """PyPI's Linux torch is a multi-GB CUDA build: the image installs the pinned version's
+    CPU build from PyTorch's CPU index, and requirements.txt's torch is then satisfied."""
+    pytest.importorskip("torch")
+    sandbox_image.write_context(tmp_path)
+    torch = metadata.version("torch").split("+")[0]
+    assert torch == "2.13.0"  # the [torch] extra's pin
+    dockerfile = (tmp_path / "Dockerfile").read_text()
+    requirements = (tmp_path / "requirements.txt").read_text()
+    assert _torch_problems(dockerfile, requirements, torch) == []
+    assert "ARG TORCH_VERSION=2.13.0\n" in dockerfile
+
+
+def test_without_torch_the_image_installs_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dockerfile_parse import DockerfileParser
+
+    from pytest_clinaudit.adapters.pins import AgentPins
+
+    pins = AgentPins(("numpy==2.0.0",), torch=False, cohorts=False)
+    monkeypatch.setattr(sandbox_image, "agent_pins", lambda: pins)
+    sandbox_image.write_context(tmp_path)
+    parser = DockerfileParser(path=str(tmp_path / "Dockerfile"))
+    assert parser.args == {"TORCH_VERSION": ""}
+    # The one RUN that names torch installs it only when TORCH_VERSION is set.
+    (run,) = [
+        s["value"] for s in parser.structure if s["instruction"] == "RUN" and "torch" in s["value"]
+    ]
+    assert run.startswith('if [ -n "$TORCH_VERSION" ]; then ')
+    assert run.endswith("fi")
+
+
+_PINNED = "torch==2.13.0\n"
+_REQUIREMENTS = "RUN python -m pip install -r /tmp/requirements.txt\n"
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "requirements"),
+    [
+        pytest.param(_REQUIREMENTS, _PINNED, id="from-requirements-alone"),
+        pytest.param(_REQUIREMENTS, "torch\n", id="unpinned-requirement"),
+        pytest.param(f"RUN pip install torch\n{_REQUIREMENTS}", _PINNED, id="unpinned"),
+        pytest.param(f"RUN pip install torch==2.13.0\n{_REQUIREMENTS}", _PINNED, id="pypi"),
+        pytest.param(
+            f"RUN pip install --extra-index-url {TORCH_CPU_INDEX} torch==2.13.0\n{_REQUIREMENTS}",
+            _PINNED,
+            id="extra-index",
+        ),
+        pytest.param(
+            f"RUN pip install --index-url {TORCH_CPU_INDEX} torch>=2.13\n{_REQUIREMENTS}",
+            _PINNED,
+            id="range",
+        ),
+        pytest.param(
+            f"{_REQUIREMENTS}RUN pip install --index-url {TORCH_CPU_INDEX} torch==2.13.0\n",
+            _PINNED,
+            id="after-requirements",
+        ),
+        pytest.param(
+            f"ARG T=2.12.0\nRUN pip install -i {TORCH_CPU_INDEX} torch==$T\n{_REQUIREMENTS}",
+            _PINNED,
+            id="another-version",
+        ),
+    ],
+)
+def test_an_unpinned_or_cuda_torch_in_the_image_is_a_problem(
+    dockerfile: str, requirements: str
+) -> None:
+    """The check above fails on each way the image could get an unpinned or CUDA torch."""
+    good = f"FROM python:3.12-slim\nARG T=2.13.0\nRUN pip install -i {TORCH_CPU_INDEX} torch==${{T}}\n{_REQUIREMENTS}"
+    assert _torch_problems(good, _PINNED, "2.13.0") == []  # the control
+    assert _torch_problems(f"FROM python:3.12-slim\n{dockerfile}", requirements, "2.13.0")
 
 
 def test_the_images_pins_are_the_metr_familys_and_this_environments(tmp_path: Path) -> None:
@@ -194,7 +333,8 @@ def test_the_images_pins_are_the_metr_familys_and_this_environments(tmp_path: Pa
     assert image == (family / "requirements.txt").read_text()
     pins = dict(line.split("==") for line in image.splitlines() if "==" in line)
     for name in ("numpy", "scipy", "scikit-learn", "xgboost", "torch", "pandas"):
-        assert pins[name] == metadata.version(name), name  # the test extra installs them all
+        # The test extra installs them all; a local label (+cpu) names the host's build.
+        assert pins[name] == metadata.version(name).split("+")[0], name
     # The installed package (pip's copy, vendored into the family) ships the image's files.
     for name in sandbox_image.SHIPPED:
         assert (family / "vendor" / "pytest_clinaudit" / "adapters" / name).is_file(), name

@@ -5,7 +5,8 @@ An agent loads the artifacts this host builds, so the image's libraries must be 
 host's: :func:`write_context` copies both files into a build directory with the
 ``requirements.txt`` of :func:`pytest_clinaudit.adapters.pins.agent_pins` (the pins
 of the METR family's ``requirements.txt`` too), the host's Python version as the
-base image's, and the image tagged with the hash of the pins, so a host whose
+base image's, the pinned torch version (installed from PyTorch's CPU index, never PyPI's
+CUDA build), and the image tagged with the hash of the pins, so a host whose
 libraries change builds a new image and two hosts never share a wrong one.
 
 :func:`pytest_clinaudit.adapters.inspect_task.clinical_security_audit` writes the
@@ -39,6 +40,7 @@ AGENT_WORKDIR = "/home/agent/workspace"
 _UNTAGGED = f"image: {IMAGE}:untagged\n"
 _NO_NETWORK = "network_mode: none\n"
 _PYTHON_ARG = "ARG PYTHON_VERSION=3.12\n"
+_TORCH_ARG = "ARG TORCH_VERSION=\n"
 
 
 def python_version() -> str:
@@ -63,13 +65,17 @@ def write_context(directory: Path, *, network: bool = False) -> Path:
     The compose file has no network unless ``network`` (then the default bridge).
     """
     directory.mkdir(parents=True, exist_ok=True)
-    requirements = agent_pins().requirements_txt()
+    pins = agent_pins()
+    requirements = pins.requirements_txt()
     python = python_version()
     (directory / REQUIREMENTS_NAME).write_text(requirements, encoding="utf-8")
     shutil.copyfile(HERE / IGNORE_NAME, directory / IGNORE_NAME)
     dockerfile = (HERE / DOCKERFILE_NAME).read_text(encoding="utf-8")
     dockerfile = _replace_once(
         dockerfile, _PYTHON_ARG, f"ARG PYTHON_VERSION={python}\n", DOCKERFILE_NAME
+    )
+    dockerfile = _replace_once(
+        dockerfile, _TORCH_ARG, f"ARG TORCH_VERSION={pins.torch_version}\n", DOCKERFILE_NAME
     )
     (directory / DOCKERFILE_NAME).write_text(dockerfile, encoding="utf-8")
     compose = (HERE / COMPOSE_NAME).read_text(encoding="utf-8")

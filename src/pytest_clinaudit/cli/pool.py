@@ -20,7 +20,7 @@ from pytest_clinaudit.cli.common import (
 
 
 def register(sub: Any) -> None:
-    from pytest_clinaudit.pool.cluster import CAPABILITIES, CONNECT_TIMEOUT, DEFAULT_CAPABILITY
+    from pytest_clinaudit.pool.cluster import CAPABILITIES, DEFAULT_CAPABILITY
 
     pool = sub.add_parser(
         "pool",
@@ -42,16 +42,11 @@ def register(sub: Any) -> None:
     build.add_argument("--variant", required=True, metavar="NAME", help="a game variant")
     build.add_argument("--seeds", required=True, metavar="SEEDS", help="e.g. 1-200 or 1,4,7-9")
     build.add_argument("--out", required=True, type=Path, metavar="POOL", help="pool folder")
-    build.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="a running Dask scheduler (tcp://host:8786); default: an embedded local cluster",
-    )
-    build.add_argument(
-        "--workers",
-        type=positive_int,
-        metavar="N",
-        help="worker processes of the embedded cluster (default: one per CPU)",
+    _add_cluster_options(
+        build,
+        scheduler_help="a running Dask scheduler (tcp://host:8786); default: an embedded local "
+        "cluster",
+        workers_help="worker processes of the embedded cluster (default: one per CPU)",
     )
     build.add_argument(
         "--capability",
@@ -64,13 +59,6 @@ def register(sub: Any) -> None:
         "--retry-failed",
         action="store_true",
         help="build again the instances an earlier run recorded as failed",
-    )
-    build.add_argument(
-        "--connect-timeout",
-        type=positive_seconds,
-        default=CONNECT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"give up on an unreachable scheduler after this long (default {CONNECT_TIMEOUT:g})",
     )
     build.set_defaults(handler=_cmd_pool_build)
 
@@ -92,8 +80,9 @@ def register(sub: Any) -> None:
         help="comma-separated (default: null,transcription,expert)",
     )
     run.add_argument("--out", type=Path, metavar="DIR", help="where to write (default: POOL/runs)")
-    run.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler")
-    run.add_argument("--workers", type=positive_int, metavar="N", help="embedded cluster's workers")
+    _add_cluster_options(
+        run, scheduler_help="a running Dask scheduler", workers_help="embedded cluster's workers"
+    )
     run.add_argument(
         "--profile", default="strict", choices=("strict", "metr"), help="grading profile"
     )
@@ -103,15 +92,25 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="the graders' cache (default: $CLINAUDIT_CACHE_DIR or ~/.cache/pytest-clinaudit)",
     )
-    run.add_argument(
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    run.set_defaults(handler=_cmd_pool_run)
+
+
+def _add_cluster_options(
+    parser: argparse.ArgumentParser, *, scheduler_help: str, workers_help: str
+) -> None:
+    """--scheduler, --workers and --connect-timeout: the cluster a pool command runs on."""
+    from pytest_clinaudit.pool.cluster import CONNECT_TIMEOUT
+
+    parser.add_argument("--scheduler", metavar="ADDRESS", help=scheduler_help)
+    parser.add_argument("--workers", type=positive_int, metavar="N", help=workers_help)
+    parser.add_argument(
         "--connect-timeout",
         type=positive_seconds,
         default=CONNECT_TIMEOUT,
         metavar="SECONDS",
         help=f"give up on an unreachable scheduler after this long (default {CONNECT_TIMEOUT:g})",
     )
-    run.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
-    run.set_defaults(handler=_cmd_pool_run)
 
 
 def _cmd_pool_build(args: argparse.Namespace) -> int:

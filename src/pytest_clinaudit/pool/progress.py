@@ -2,29 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-import time
-from typing import IO
+from pytest_clinaudit.progress import Progress
 
 
-class PoolProgress:
+class PoolProgress(Progress):
     """On a terminal one redrawn line; otherwise one line per instance as it ends."""
-
-    def __init__(self, total: int, stream: IO[str] | None = None) -> None:
-        self.total = total
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.done = 0
-        self.failed = 0
-        self.start = time.monotonic()
-        self._open = False
-
-    def eta(self) -> float | None:
-        """Seconds left at the rate so far (``None`` before the first instance ends)."""
-        if self.done == 0:
-            return None
-        elapsed = time.monotonic() - self.start
-        return elapsed / self.done * (self.total - self.done)
 
     def line(self) -> str:
         eta = self.eta()
@@ -33,21 +15,10 @@ class PoolProgress:
 
     def update(self, name: str, reason: str | None = None) -> None:
         """Instance ``name`` ended (``reason``: why it failed)."""
-        self.done += 1
-        self.failed += reason is not None
-        if self.tty:
-            self.stream.write(f"\r{self.line()}   ")
-            self._open = True
-        else:
-            what = "built" if reason is None else f"FAILED: {reason[:200]}"
-            self.stream.write(f"{self.line()} | {name} {what}\n")
-        self.stream.flush()
-
-    def finish(self) -> None:
-        if self._open:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._open = False
+        self.advance(failed=reason is not None)
+        what = "built" if reason is None else f"FAILED: {reason[:200]}"
+        line = self.line()
+        self.show(line, f"{line} | {name} {what}")
 
 
 def _duration(seconds: float) -> str:
