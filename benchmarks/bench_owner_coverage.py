@@ -275,7 +275,7 @@ def _auc(members: np.ndarray, nonmembers: np.ndarray) -> float:
     return _weighted_auc(scores, member, 1.0 - member)
 
 
-def _setup(n_boot: int) -> Study:
+def _setup(n_boot: int, boundary_rows: int) -> Study:
     """The population, the model fitted once, and the population values of fixed parts."""
     from pytest_clinaudit.reference.attacks.budget import Budget
     from pytest_clinaudit.reference.attacks.fgsm import fgsm_perturb
@@ -289,7 +289,7 @@ def _setup(n_boot: int) -> Study:
     # LiRA off (it refits the model); a pool of 1,000 rows for the shadow attack, which
     # each sample's seed refits: the study measures intervals, not attack strength.
     params = dataclasses.replace(
-        OwnDataParams(), lira_shadows=0, boundary_rows=100, pool_cap=1000, n_boot=n_boot
+        OwnDataParams(), lira_shadows=0, boundary_rows=boundary_rows, pool_cap=1000, n_boot=n_boot
     )
     names = tuple(f"x{j}" for j in range(8))
 
@@ -394,7 +394,8 @@ def _audit(study: Study, n_test: int, sample: int, verbose: bool) -> list[dict[s
         (truth.members, X_train[truth.boundary_members], y_train[truth.boundary_members]),
         (truth.nonmembers, *truth.boundary_nonmembers),
     ):
-        scores = _boundary(model, X_b, y_b, test.X_test, view, params)
+        measured = params.boundary_rows > 0
+        scores = _boundary(model, X_b, y_b, test.X_test, view, params) if measured else y_b
         shadow = _FITTED[-1].predict_proba(side["proba"])[:, 1]
         sides.append({
             "loss_threshold": (side["loss_threshold"], side["label"]),
@@ -539,6 +540,18 @@ def main() -> None:
     parser.add_argument("--n-test", type=int, default=1000, help="one size (see --sizes)")
     parser.add_argument("--sizes", help="test-set sizes, comma-separated (150,500,2000,10000)")
     parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument(
+        "--boundary-rows",
+        type=int,
+        default=100,
+        help="rows the boundary-distance attack scores (0: not run)",
+    )
+    parser.add_argument(
+        "--first-sample",
+        type=int,
+        default=0,
+        help="number of the first test set (fresh sets for a second run)",
+    )
     parser.add_argument("--records", help="write every audit's intervals as JSON lines here")
     parser.add_argument("--verbose", action="store_true", help="each sample's components")
     args = parser.parse_args()
@@ -546,18 +559,18 @@ def main() -> None:
     counts = _counts(args.samples, sizes)
 
     start = time.perf_counter()
-    study = _setup(args.bootstrap)
+    study = _setup(args.bootstrap, args.boundary_rows)
     out = open(args.records, "w") if args.records else None  # noqa: SIM115
     by_size: dict[int, list[dict[str, Any]]] = {}
     for n_test, samples in zip(sizes, counts, strict=True):
         records = by_size.setdefault(n_test, [])
-        for sample in range(samples):
+        for sample in range(args.first_sample, args.first_sample + samples):
             found = _audit(study, n_test, sample, args.verbose)
             records += found
             if out:
                 out.writelines(json.dumps(r) + "\n" for r in found)
                 out.flush()
-            done = sample + 1
+            done = sample + 1 - args.first_sample
             if done % 10 == 0 or done == samples:
                 shown = ", ".join(  # share of audits with a covering interval, so far
                     f"{k} {np.mean([r['covered'] for r in records if r['statistic'] == k]):.3f}"
