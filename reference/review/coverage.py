@@ -3,19 +3,20 @@
 A "95%" interval is a claim that can be checked: on a population with known
 values, it should cover the value in 92-98% of audits. The coverage study
 (``benchmarks/bench_owner_coverage.py``, its table in docs/own-model-audit.md)
-audits 60-150 independent test sets at each of 150, 500, 2,000 and 10,000
-rows. Where a statistic's BCa interval covered outside that range, this module
-keeps the interval from being shown, at every size where it failed, and says
-why in its place (the interval's ``withheld``, the report's ``undefined``, the
-summary and the page):
+audits 120-200 independent test sets at each of 150, 500, 2,000 and 10,000
+rows. Where a statistic's BCa interval covered less than 92% at a size, this
+module keeps the interval from being shown there, and says why in its place
+(the interval's ``withheld``, the report's ``undefined``, the summary and the
+page):
 
-- **never shown**, when no size held: the task's ECE and the calibration
-  component made from it (a plug-in of absolute gaps, biased upward by more
-  than its interval's half-width: the calibration test of :mod:`.consistency`,
-  whose error rate is known, answers the question instead), and the SPS,
-  which inherits that bias (so the verdict's stability, read off the SPS's
-  interval, is not computed either);
-- **shown from a size on**, when small test sets failed and larger ones held.
+- **never shown**, when the largest size failed too: the SPS (it takes in the
+  task's ECE's upward bias; so the verdict's stability, read off the SPS's
+  interval, is not computed either), Kumar et al.'s debiased error, the
+  membership component and the boundary attack's AUC;
+- **shown from a size on**, when small test sets failed and every larger one
+  held: the task's ECE and the calibration component from 10,000 rows (the
+  calibration test of :mod:`.consistency`, whose error rate is known, answers
+  below that), the walk component from 500.
 
 The rule applies after :func:`~.bca.held`: an interval already withheld keeps
 that reason.
@@ -45,8 +46,8 @@ _ECE = (
     "the task's ECE is a plug-in of absolute gaps, biased upward on a finite test set by about "
     "its interval's half-width or more, a bias the bootstrap does not see, and its BCa interval "
     "covered the population value in 37% of simulated audits at 150 test rows, 56% at 500 and "
-    "82% at 2,000, not 95%; the calibration test (consistency resampling) asks instead whether "
-    "the gaps exceed what chance gives"
+    "82% at 2,000 (94% at 10,000); the calibration test (consistency resampling) asks instead "
+    "whether the gaps exceed what chance gives"
 )
 
 RULES: dict[str, Measured] = {
@@ -55,11 +56,11 @@ RULES: dict[str, Measured] = {
         10_000, "the calibration component is 1 - 12 x the task's ECE, and " + _ECE
     ),
     "sps": Measured(
-        10_000,
+        None,
         "the SPS takes in the calibration component's bias (the task's ECE, biased upward), and "
         "its BCa interval covered the population SPS in 46% of simulated audits at 150 test "
-        "rows, 67% at 500 and 84% at 2,000, not 95%; the verdict's stability, read off this "
-        "interval, is not computed either",
+        "rows, 67% at 500, 84% at 2,000 and 91.7% at 10,000 (2.5% standard error), short of "
+        "92%; the verdict's stability, read off this interval, is not computed either",
     ),
     "debiased_l2": Measured(
         None,
@@ -74,11 +75,16 @@ RULES: dict[str, Measured] = {
         "at 150 to 10,000 test rows, not 95% (at 150 and 500 rows mostly where the attacks did "
         "no better than chance and the component reads 1.0); each attack's AUC interval remains",
     ),
-    "auc.boundary_distance": Measured(
+    "boundary_attack_resistance": Measured(
         500,
-        "the boundary attack's scores on a small test set share the few test rows HopSkipJump "
-        "starts from (at 150 rows, about 17 predicted positive), so they are not independent "
-        "draws, and its AUC's interval covered 81% of simulated audits at 150 test rows, not 95%",
+        "the walk component's interval covered its population value in 91.5% of simulated "
+        "audits at 150 test rows (2.0% standard error), short of 92%",
+    ),
+    "auc.boundary_distance": Measured(
+        None,
+        "the boundary attack's scores share the test rows HopSkipJump starts from, so they "
+        "are not independent draws, and with 100 scored rows its AUC's interval covered 81% of "
+        "simulated audits at 150 test rows and 89-92% at 500 to 10,000, short of 92%",
     ),
 }
 """Statistic (component, ``"sps"``, diagnostic, or ``"auc.<attack>"``) to its rule;
