@@ -2,6 +2,7 @@
 
     python benchmarks/bench_owner_coverage.py                  # 200 test sets of 1,000 rows
     python benchmarks/bench_owner_coverage.py --samples 50 --n-test 500
+    python benchmarks/bench_owner_coverage.py --sizes 150,500,2000,10000 --samples 200,200,80,40
 
 A population with known values: the synthetic ICU cohort's features
 (``reference/data/icu.py``), standardised with fixed constants, and labels
@@ -31,13 +32,27 @@ interval covers the population value:
   measured again per sample from that sample's reference rows), and the walk
   from 2,000 population rows towards the sample's targets.
 
-Nothing here is timed; 200 samples take about 40 minutes on one core.
+- **Each membership attack's AUC**: the attack's AUC between every training
+  row and the 20,000 population rows (the loss and shadow attacks), and
+  between 300 training and 300 population rows (the boundary distance).
+
+An interval the audit withholds (its ends ``null``, :func:`~.bca.held`, or a
+statistic shown without one) is counted as not shown: the table gives, per
+statistic and size, the share of audits that showed an interval and the
+coverage of those that were shown, with its binomial standard error
+``sqrt(c (1 - c) / shown)``. It also counts shown intervals that exclude their
+own point, which must never happen. ``--records FILE`` writes every audit's
+point, interval and population value as JSON lines, for reading again.
+
+Nothing here is timed; 200 samples of 1,000 rows take about 40 minutes on one core.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import math
 import sys
 import time
 from typing import Any
@@ -49,7 +64,26 @@ PREVALENCE = 0.1136
 POPULATION_ROWS = 400_000
 BOUNDARY_ROWS = 300
 """Training and population rows whose boundary distance each sample measures."""
-STATISTICS = ("auroc", "brier", "ece", "debiased_l2", "sps")
+COMPONENT_ROWS = {
+    "fgsm_robustness": "FGSM component",
+    "membership_inference_resistance": "membership component",
+    "calibration_ece": "calibration component",
+    "boundary_attack_resistance": "walk component",
+}
+DIAGNOSTIC_ROWS = {
+    "auroc": "AUROC",
+    "brier": "Brier score",
+    "ece": "task ECE",
+    "debiased_l2": "debiased L2 error (squared)",
+}
+ATTACK_ROWS = {
+    "loss_threshold": "loss attack AUC",
+    "shadow": "shadow attack AUC",
+    "boundary_distance": "boundary attack AUC (truth on 300+300 rows)",
+}
+STATISTICS = (*COMPONENT_ROWS, "sps", *DIAGNOSTIC_ROWS, *(f"auc.{k}" for k in ATTACK_ROWS))
+LABELS = {**COMPONENT_ROWS, "sps": "SPS", **DIAGNOSTIC_ROWS,
+          **{f"auc.{k}": v for k, v in ATTACK_ROWS.items()}}  # fmt: skip
 
 
 def _rows(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -215,31 +249,47 @@ def _advantage(
     return tpr - fpr
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--samples", type=int, default=200)
-    parser.add_argument("--n-test", type=int, default=1000)
-    parser.add_argument("--bootstrap", type=int, default=1000)
-    parser.add_argument("--verbose", action="store_true", help="each sample's components")
-    args = parser.parse_args()
+@dataclasses.dataclass
+class Study:
+    """What every test set's audit shares: the population, the model and their values."""
 
+    population: Population
+    model: Any
+    params: Any
+    names: tuple[str, ...]
+    X_train: np.ndarray
+    y_train: np.ndarray
+    view: Any
+    truth: Truth
+    p_pop: np.ndarray
+    pi_pop: np.ndarray
+    calibration_pop: float
+    attack_auc: dict[str, float]
+    """Each membership attack's population AUC that does not change with the sample."""
+
+
+def _auc(members: np.ndarray, nonmembers: np.ndarray) -> float:
+    """The AUC of "higher means member" scores (ties one half)."""
+    scores = np.concatenate([members, nonmembers])
+    member = np.r_[np.ones(len(members)), np.zeros(len(nonmembers))]
+    return _weighted_auc(scores, member, 1.0 - member)
+
+
+def _setup(n_boot: int, boundary_rows: int) -> Study:
+    """The population, the model fitted once, and the population values of fixed parts."""
     from pytest_clinaudit.reference.attacks.budget import Budget
     from pytest_clinaudit.reference.attacks.fgsm import fgsm_perturb
     from pytest_clinaudit.reference.data import Dataset
-    from pytest_clinaudit.reference.review import features, sampling, walk
-    from pytest_clinaudit.reference.review.own_data import audit_own_data
+    from pytest_clinaudit.reference.review import features, sampling
     from pytest_clinaudit.reference.review.profile import OwnDataParams
 
-    start = time.perf_counter()
     population = Population()
     X_train, y_train, _ = population.draw(4000, seed=1)
     model = _fit_model(X_train, y_train)
     # LiRA off (it refits the model); a pool of 1,000 rows for the shadow attack, which
     # each sample's seed refits: the study measures intervals, not attack strength.
     params = dataclasses.replace(
-        OwnDataParams(), lira_shadows=0, boundary_rows=100, pool_cap=1000, n_boot=args.bootstrap
+        OwnDataParams(), lira_shadows=0, boundary_rows=boundary_rows, pool_cap=1000, n_boot=n_boot
     )
     names = tuple(f"x{j}" for j in range(8))
 
@@ -280,128 +330,262 @@ def main() -> None:
                              y_pop[20_000 : 20_000 + BOUNDARY_ROWS]),
     )  # fmt: skip
     _record_shadow_attacks()
-    calibration_pop = max(0.0, 1.0 - params.calibration.ece_scale * truth.ece)
-
-    sps_intervals: list[tuple[float, float, float]] = []
-    calibration_points: list[float] = []
-    hits: dict[str, list[bool]] = {name: [] for name in STATISTICS}
-    widths: dict[str, list[float]] = {name: [] for name in STATISTICS}
-    errors: dict[str, list[float]] = {name: [] for name in STATISTICS}
-    for sample in range(args.samples):
-        X_test, y_test, _ = population.draw(args.n_test, seed=100 + sample)
-        data = Dataset("coverage", "y", names, X_train, y_train, X_test, y_test)
-        # A seed per sample: each audit draws its own members, FGSM and walk rows, as
-        # independent audits would (one seed would evaluate the same 100 members always).
-        seeded = dataclasses.replace(params, seed=1000 + 20 * sample)
-        report = audit_own_data(model, data, seeded).report()
-        # The walk's targets: the first test row (canonical order) predicted each way.
-        test = sampling.canonical(data)
-        predicted = model.predict(test.X_test)
-        targets = [test.X_test[np.argmax(predicted == c)] for c in (1, 0) if (predicted == c).any()]
-        stacked = np.vstack([*targets, truth.walk_rows])
-        walked = walk.boundary_walk(
-            model, stacked, test_predictions=model.predict(stacked), view=view,
-            params=dataclasses.replace(params.walk, n_samples=len(stacked), seed=0),
-        )  # fmt: skip
-        sides: list[dict[str, Any]] = []
-        for side, X_b, y_b in (
-            (truth.members, X_train[truth.boundary_members], y_train[truth.boundary_members]),
-            (truth.nonmembers, *truth.boundary_nonmembers),
-        ):
-            scores = _boundary(model, X_b, y_b, test.X_test, view, params)
-            shadow = _FITTED[-1].predict_proba(side["proba"])[:, 1]
-            sides.append({
-                "loss_threshold": (side["loss_threshold"], side["label"]),
-                "shadow": (shadow, side["label"]),
-                "boundary_distance": (scores, y_b),
-            })  # fmt: skip
-        rules = report["membership"]["component"]["rules"]
-        components = (
-            truth.fgsm,
-            min(1.0, max(0.0, 1.0 - _advantage(rules, *sides))),
-            calibration_pop,
-            walked.score,
-        )
-        sps_pop = 100.0 * sum(w * c for w, c in zip(params.weights.as_tuple(), components,
-                                                    strict=True))  # fmt: skip
-        # The debiased L2 error's bins are the sample's equal-mass bins, held fixed.
-        from pytest_clinaudit.reference.review.diagnostics import EQUAL_MASS_BINS
-
-        p_test = np.sort(model.predict_proba(X_test)[:, 1])
-        cuts = p_test[(np.arange(1, EQUAL_MASS_BINS) * len(p_test)) // EQUAL_MASS_BINS]
-        values = {
-            **{k: getattr(truth, k) for k in ("auroc", "brier", "ece")},
-            "debiased_l2": _binned_squared_error(p_pop, pi_pop, cuts),
-            "sps": sps_pop,
-        }
-        if args.verbose:
-            print(
-                "components",
-                [round(c, 4) for c in components],
-                [round(v, 4) for v in report["components"].values()],
-                file=sys.stderr,
+    return Study(
+        population=population,
+        model=model,
+        params=params,
+        names=names,
+        X_train=X_train,
+        y_train=y_train,
+        view=view,
+        truth=truth,
+        p_pop=p_pop,
+        pi_pop=pi_pop,
+        calibration_pop=max(0.0, 1.0 - params.calibration.ece_scale * truth.ece),
+        attack_auc={
+            "loss_threshold": _auc(
+                truth.members["loss_threshold"], truth.nonmembers["loss_threshold"]
             )
-            m = report["membership"]
-            print(
-                {
-                    k: (m[k]["auc"] if "auc" in m[k] else m[k])
-                    for k in ("shadow", "loss_threshold", "boundary_distance")
-                },
-                {
-                    k: m["component"][k]
-                    for k in (
-                        "advantage",
-                        "tpr",
-                        "fpr",
-                        "n_members",
-                        "n_nonmembers",
-                        "attacks_chosen",
-                    )
-                },
-                file=sys.stderr,
-            )
-        u = report["uncertainty"]
-        for name in STATISTICS:
-            interval = u["sps"] if name == "sps" else u["diagnostics"][name]
-            hits[name].append(interval["low"] <= values[name] <= interval["high"])
-            widths[name].append(interval["high"] - interval["low"])
-            errors[name].append(interval["point"] - values[name])
-        sps_intervals.append((u["sps"]["low"], u["sps"]["high"], sps_pop))
-        calibration_points.append(report["components"]["calibration_ece"])
-        done = sample + 1
-        if done % 10 == 0 or done == args.samples:
-            shown = ", ".join(f"{k} {np.mean(v):.3f}" for k, v in hits.items())
-            print(f"{done}/{args.samples} samples ({time.perf_counter() - start:.0f} s): {shown}",
-                  file=sys.stderr)  # fmt: skip
+        },
+    )
 
+
+def _shown(report: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The interval the report gives ``name`` (None: the audit has no such statistic)."""
+    u = report["uncertainty"]
+    if name == "sps":
+        return dict(u["sps"])
+    if name in u["components"]:
+        return dict(u["components"][name])
+    if name in u["diagnostics"]:
+        return dict(u["diagnostics"][name])
+    record = report["membership"].get(name.removeprefix("auc."))
+    if isinstance(record, dict) and isinstance(record.get("auc_interval"), dict):
+        return dict(record["auc_interval"])
+    return None
+
+
+def _audit(study: Study, n_test: int, sample: int, verbose: bool) -> list[dict[str, Any]]:
+    """One test set of ``n_test`` rows audited, each statistic's interval and population value."""
+    from pytest_clinaudit.reference.data import Dataset
+    from pytest_clinaudit.reference.review import sampling, walk
+    from pytest_clinaudit.reference.review.diagnostics import EQUAL_MASS_BINS
+    from pytest_clinaudit.reference.review.own_data import audit_own_data
+
+    model, params, truth, view = study.model, study.params, study.truth, study.view
+    X_train, y_train = study.X_train, study.y_train
+    X_test, y_test, _ = study.population.draw(n_test, seed=100 + sample)
+    data = Dataset("coverage", "y", study.names, X_train, y_train, X_test, y_test)
+    # A seed per sample: each audit draws its own members, FGSM and walk rows, as
+    # independent audits would (one seed would evaluate the same 100 members always).
+    seeded = dataclasses.replace(params, seed=1000 + 20 * sample)
+    report = audit_own_data(model, data, seeded).report()
+    # The walk's targets: the first test row (canonical order) predicted each way.
+    test = sampling.canonical(data)
+    predicted = model.predict(test.X_test)
+    targets = [test.X_test[np.argmax(predicted == c)] for c in (1, 0) if (predicted == c).any()]
+    stacked = np.vstack([*targets, truth.walk_rows])
+    walked = walk.boundary_walk(
+        model, stacked, test_predictions=model.predict(stacked), view=view,
+        params=dataclasses.replace(params.walk, n_samples=len(stacked), seed=0),
+    )  # fmt: skip
+    sides: list[dict[str, Any]] = []
+    for side, X_b, y_b in (
+        (truth.members, X_train[truth.boundary_members], y_train[truth.boundary_members]),
+        (truth.nonmembers, *truth.boundary_nonmembers),
+    ):
+        measured = params.boundary_rows > 0
+        scores = _boundary(model, X_b, y_b, test.X_test, view, params) if measured else y_b
+        shadow = _FITTED[-1].predict_proba(side["proba"])[:, 1]
+        sides.append({
+            "loss_threshold": (side["loss_threshold"], side["label"]),
+            "shadow": (shadow, side["label"]),
+            "boundary_distance": (scores, y_b),
+        })  # fmt: skip
+    rules = report["membership"]["component"]["rules"]
+    components = (
+        truth.fgsm,
+        min(1.0, max(0.0, 1.0 - _advantage(rules, *sides))),
+        study.calibration_pop,
+        walked.score,
+    )
+    sps_pop = 100.0 * sum(w * c for w, c in zip(params.weights.as_tuple(), components,
+                                                strict=True))  # fmt: skip
+    # The debiased L2 error's bins are the sample's equal-mass bins, held fixed.
+    p_test = np.sort(model.predict_proba(X_test)[:, 1])
+    cuts = p_test[(np.arange(1, EQUAL_MASS_BINS) * len(p_test)) // EQUAL_MASS_BINS]
+    values = {
+        **dict(zip(COMPONENT_ROWS, components, strict=True)),
+        "sps": sps_pop,
+        **{k: getattr(truth, k) for k in ("auroc", "brier", "ece")},
+        "debiased_l2": _binned_squared_error(study.p_pop, study.pi_pop, cuts),
+        "auc.loss_threshold": study.attack_auc["loss_threshold"],
+        "auc.shadow": _auc(sides[0]["shadow"][0], sides[1]["shadow"][0]),
+        "auc.boundary_distance": _auc(
+            sides[0]["boundary_distance"][0], sides[1]["boundary_distance"][0]
+        ),
+    }
+    if verbose:
+        print("components", [round(c, 4) for c in components],
+              [round(v, 4) for v in report["components"].values()], file=sys.stderr)  # fmt: skip
+    records = []
+    for name in STATISTICS:
+        interval = _shown(report, name)
+        if interval is None:
+            continue
+        low, high, point = interval.get("low"), interval.get("high"), interval.get("point")
+        shown = low is not None and high is not None
+        records.append({
+            "statistic": name, "n_test": n_test, "sample": sample, "point": point,
+            "low": low, "high": high, "truth": float(values[name]), "z0": interval.get("z0"),
+            "shown": shown,
+            "covered": bool(shown and low <= values[name] <= high),
+            "excludes_point": bool(shown and point is not None and not low <= point <= high),
+            "withheld": interval.get("withheld"),
+        })  # fmt: skip
+    # The calibration component at this size's expectation in place of its population
+    # value (``_shifted``) needs each audit's own component.
+    records.append({"statistic": "calibration_point", "n_test": n_test, "sample": sample,
+                    "point": report["components"]["calibration_ece"],
+                    "calibration_test": report["diagnostics"]["calibration_test"]})  # fmt: skip
+    return records
+
+
+def _rate(hits: int, shown: int) -> tuple[float, float]:
+    """A coverage and its binomial standard error (NaN without a shown interval)."""
+    if not shown:
+        return math.nan, math.nan
+    covered = hits / shown
+    return covered, math.sqrt(covered * (1.0 - covered) / shown)
+
+
+def _shifted(records: list[dict[str, Any]], params: Any, calibration_pop: float) -> list[bool]:
+    """Whether each shown SPS interval covers the SPS with calibration at its n-row expectation.
+
+    The task's ECE is a biased estimator of the population ECE: at n rows its
+    expectation sits above it. With the calibration component at its n-row
+    expectation (the mean over the samples) in place of its population value,
+    the SPS's coverage says how the interval does on everything else.
+    """
+    points = [r["point"] for r in records if r["statistic"] == "calibration_point"]
+    if not points:
+        return []
+    shift = 100.0 * params.weights.calibration_ece * (np.mean(points) - calibration_pop)
+    return [r["low"] <= r["truth"] + shift <= r["high"]
+            for r in records if r["statistic"] == "sps" and r["shown"]]  # fmt: skip
+
+
+def _detail(records: list[dict[str, Any]], n_test: int, samples: int) -> str:
+    """One size's table: coverage when shown, shown share, widths and errors."""
     rows = []
     for name in STATISTICS:
-        covered = np.mean(hits[name])
-        se = np.sqrt(covered * (1.0 - covered) / args.samples)
+        mine = [r for r in records if r["statistic"] == name]
+        if not mine:
+            continue
+        shown = [r for r in mine if r["shown"]]
+        covered, se = _rate(sum(r["covered"] for r in shown), len(shown))
+        errors = [r["point"] - r["truth"] for r in mine if r["point"] is not None]
         rows.append([
-            name, f"{covered:.3f}", f"± {1.96 * se:.3f}", f"{np.mean(widths[name]):.4f}",
-            f"{np.mean(errors[name]):+.4f}",
-            f"{values[name] if name in ('sps', 'debiased_l2') else getattr(truth, name):.4f}",
+            LABELS[name], f"{covered:.3f}", f"{se:.3f}", f"{len(shown)}/{len(mine)}",
+            str(sum(r["excludes_point"] for r in mine)),
+            f"{np.mean([r['high'] - r['low'] for r in shown]):.4f}" if shown else "-",
+            f"{np.mean(errors):+.4f}" if errors else "-", f"{mine[-1]['truth']:.4f}",
         ])  # fmt: skip
-    # The task's ECE is a biased estimator of the population ECE: at n rows its
-    # expectation sits above it. With the calibration component at its n-row
-    # expectation (the mean over the samples) in place of its population value,
-    # the SPS's coverage says how the interval does on everything else.
-    shift = 100.0 * params.weights.calibration_ece * (np.mean(calibration_points) - calibration_pop)
-    at_n = [low <= truth_sps + shift <= high for low, high, truth_sps in sps_intervals]
-    covered = np.mean(at_n)
-    se = np.sqrt(covered * (1.0 - covered) / args.samples)
-    rows.append([
-        "sps, calibration at its n-row expectation", f"{covered:.3f}", f"± {1.96 * se:.3f}",
-        f"{np.mean(widths['sps']):.4f}", f"{np.mean(errors['sps']) - shift:+.4f}",
-        f"shift {shift:+.2f}",
-    ])  # fmt: skip
-    print(
-        f"{args.samples} test sets of {args.n_test} rows; BCa, {args.bootstrap} replicates; "
-        f"target coverage 0.92-0.98"
+    header = ["statistic", "coverage", "SE", "shown", "excl. point", "mean width",
+              "mean point - truth", "truth (last sample)"]  # fmt: skip
+    return (
+        f"{samples} test sets of {n_test} rows; coverage of the shown 95% intervals "
+        f"(target 0.92-0.98), its binomial SE, and how many were shown\n" + table(header, rows)
     )
-    print(table(["statistic", "coverage", "95% MC", "mean width", "mean point - truth",
-                 "truth (last sample's for the SPS)"], rows))  # fmt: skip
+
+
+def _across(by_size: dict[int, list[dict[str, Any]]], study: Study) -> str:
+    """One table across sizes: per statistic, coverage ± SE when shown, and the shown share."""
+    header = ["statistic"]
+    for n_test in by_size:
+        header += [f"{n_test:,} rows: coverage ± SE", "shown"]
+    rows = []
+    for name in STATISTICS:
+        row = [LABELS[name]]
+        for records in by_size.values():
+            mine = [r for r in records if r["statistic"] == name]
+            shown = [r for r in mine if r["shown"]]
+            covered, se = _rate(sum(r["covered"] for r in shown), len(shown))
+            row += [f"{covered:.3f} ± {se:.3f}" if shown else "-",
+                    f"{len(shown) / len(mine):.0%}" if mine else "-"]  # fmt: skip
+        rows.append(row)
+    row = ["SPS, calibration at its n-row expectation"]
+    for records in by_size.values():
+        hits = _shifted(records, study.params, study.calibration_pop)
+        covered, se = _rate(sum(hits), len(hits))
+        row += [f"{covered:.3f} ± {se:.3f}" if hits else "-", ""]
+    rows.append(row)
+    return table(header, rows)
+
+
+def _counts(text: str, sizes: list[int]) -> list[int]:
+    counts = [int(part) for part in text.split(",")]
+    if len(counts) == 1:
+        counts = counts * len(sizes)
+    if len(counts) != len(sizes) or min(counts) < 1:
+        raise SystemExit("--samples: one count, or one per size")
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--samples", default="200", help="test sets: one count, or one per size")
+    parser.add_argument("--n-test", type=int, default=1000, help="one size (see --sizes)")
+    parser.add_argument("--sizes", help="test-set sizes, comma-separated (150,500,2000,10000)")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument(
+        "--boundary-rows",
+        type=int,
+        default=100,
+        help="rows the boundary-distance attack scores (0: not run)",
+    )
+    parser.add_argument(
+        "--first-sample",
+        type=int,
+        default=0,
+        help="number of the first test set (fresh sets for a second run)",
+    )
+    parser.add_argument("--records", help="write every audit's intervals as JSON lines here")
+    parser.add_argument("--verbose", action="store_true", help="each sample's components")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.n_test]
+    counts = _counts(args.samples, sizes)
+
+    start = time.perf_counter()
+    study = _setup(args.bootstrap, args.boundary_rows)
+    out = open(args.records, "w") if args.records else None  # noqa: SIM115
+    by_size: dict[int, list[dict[str, Any]]] = {}
+    for n_test, samples in zip(sizes, counts, strict=True):
+        records = by_size.setdefault(n_test, [])
+        for sample in range(args.first_sample, args.first_sample + samples):
+            found = _audit(study, n_test, sample, args.verbose)
+            records += found
+            if out:
+                out.writelines(json.dumps(r) + "\n" for r in found)
+                out.flush()
+            done = sample + 1 - args.first_sample
+            if done % 10 == 0 or done == samples:
+                shown = ", ".join(  # share of audits with a covering interval, so far
+                    f"{k} {np.mean([r['covered'] for r in records if r['statistic'] == k]):.3f}"
+                    for k in ("auroc", "ece", "sps")
+                )
+                elapsed = time.perf_counter() - start
+                print(f"{n_test} rows: {done}/{samples} samples ({elapsed:.0f} s): {shown}",
+                      file=sys.stderr)  # fmt: skip
+        print(_detail(records, n_test, samples), flush=True)
+        print(flush=True)
+    if out:
+        out.close()
+    print(f"BCa, {args.bootstrap} replicates; samples per size: "
+          + ", ".join(f"{n:,} rows {s}" for n, s in zip(sizes, counts, strict=True)))  # fmt: skip
+    print(_across(by_size, study))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pytest_clinaudit.reference.attacks.params import (
     Weights,
 )
 from pytest_clinaudit.reference.attacks.sps import security_posture_score, verdict
-from pytest_clinaudit.reference.review import bca, diagnostics, replicates, uncertainty
+from pytest_clinaudit.reference.review import bca, coverage, diagnostics, replicates, uncertainty
 
 WEIGHTS = Weights(0.35, 0.25, 0.20, 0.20)
 THRESHOLDS = VerdictThresholds(80.0, 65.0)
@@ -45,6 +45,13 @@ MEMBERSHIP = MembershipParams(
 )
 CALIBRATION = CalibrationParams(n_bins=10, ece_scale=12.0)
 BOUNDARY = BoundaryParams(n_samples=30, seed=42, step_size=0.05, max_steps=100, min_norm=1e-10)
+
+
+@pytest.fixture
+def all_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every interval shown: these tests check the BCa machinery itself. Which intervals
+    the coverage study lets an audit show is tests/test_owner_coverage.py's."""
+    monkeypatch.setattr(coverage, "RULES", {})
 
 
 @dataclasses.dataclass
@@ -184,6 +191,7 @@ def test_each_replicate_equals_a_slow_obvious_bootstrap_of_the_scalar_attacks() 
                 assert fast[name][b] == pytest.approx(value, abs=1e-12, nan_ok=True), (name, b)
 
 
+@pytest.mark.usefixtures("all_shown")
 def test_the_intervals_and_verdict_stability_equal_a_slow_bca_of_the_same_draws() -> None:
     audit = _audit(seed=1)
     result = uncertainty.bootstrap(
@@ -260,6 +268,7 @@ def test_the_intervals_and_verdict_stability_equal_a_slow_bca_of_the_same_draws(
     assert sum(result.verdict_distribution.values()) == pytest.approx(1.0)
 
 
+@pytest.mark.usefixtures("all_shown")
 def test_the_chunk_size_never_changes_the_replicates(monkeypatch: pytest.MonkeyPatch) -> None:
     audit = _audit(seed=2)
     whole = uncertainty.bootstrap(
@@ -292,6 +301,7 @@ def test_the_weighted_auc_counts_a_row_drawn_twice_as_two_rows() -> None:
             assert not defined[b]
 
 
+@pytest.mark.usefixtures("all_shown")
 def test_the_bootstrap_result_is_json_ready() -> None:
     audit = _audit(seed=3)
     result = uncertainty.bootstrap(
@@ -334,6 +344,7 @@ def test_the_attack_auc_interval_equals_a_slow_bca_of_roc_auc_score() -> None:
     assert result.acceleration == pytest.approx(expected.acceleration, abs=1e-12)
 
 
+@pytest.mark.usefixtures("all_shown")
 def test_the_attack_seed_variation_is_added_to_the_membership_replicates_only() -> None:
     """Issue 28: the membership interval takes in its attacks' own seed variation."""
     audit = _audit(seed=4)

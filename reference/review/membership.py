@@ -88,7 +88,7 @@ class MembershipOutcome:
     distance_rows: IntArray
 
 
-def _record(attack: Any, params: Any, seed: int) -> dict[str, Any]:
+def _record(attack: Any, params: Any, seed: int, n_rows: int) -> dict[str, Any]:
     import dataclasses as dc
 
     from . import uncertainty
@@ -96,7 +96,12 @@ def _record(attack: Any, params: Any, seed: int) -> dict[str, Any]:
 
     record = attack_record(attack, params.low_fprs)
     interval = uncertainty.auc_interval(
-        attack.member_scores, attack.nonmember_scores, n_boot=params.n_boot, seed=seed
+        attack.member_scores,
+        attack.nonmember_scores,
+        n_boot=params.n_boot,
+        seed=seed,
+        name=attack.name,
+        n_rows=n_rows,
     )
     record["auc_interval"] = dc.asdict(interval)
     return record
@@ -169,7 +174,7 @@ def run_membership(
         found.append(AttackScores("shadow", all_m, s_m, y_m, all_n, s_n, y_n))
         threshold = shadow_params.threshold
         report["shadow"] = {
-            **_record(privacy.attack_result("shadow", s_m, s_n), params, seed + 10),
+            **_record(privacy.attack_result("shadow", s_m, s_n), params, seed + 10, data.n_test),
             "n_pool": len(sample.pool),
             # The task's own rule (threshold 0.5), as a balanced accuracy, for comparison.
             "task_rule_balanced_accuracy": float(
@@ -191,7 +196,7 @@ def run_membership(
         AttackScores("loss_threshold", all_m, loss.member_scores, y_m, all_n,
                      loss.nonmember_scores, y_n)
     )  # fmt: skip
-    report["loss_threshold"] = {**_record(loss, params, seed + 12), "losses": source}
+    report["loss_threshold"] = {**_record(loss, params, seed + 12, data.n_test), "losses": source}
 
     # The same share of the members and of the non-members (see advantage.covered).
     kb, kn = covered(k_m, k_n, params.boundary_rows)
@@ -220,7 +225,7 @@ def run_membership(
         )  # fmt: skip
         boundary = privacy.attack_result("boundary_distance", scores[:kb], scores[kb:])
         report["boundary_distance"] = {
-            **_record(boundary, params, seed + 14),
+            **_record(boundary, params, seed + 14, data.n_test),
             "score": "distance to the decision boundary in training stds (HopSkipJump), "
             "negative where the model's prediction is wrong",
         }

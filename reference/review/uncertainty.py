@@ -39,6 +39,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..attacks.params import COMPONENTS, VerdictThresholds, Weights
+from . import coverage
 from .bca import BCaInterval, bca_interval, confidence_below, held
 from .replicates import (
     DIAGNOSTICS,
@@ -276,7 +277,9 @@ def bootstrap(
         found = bca_interval(
             point[name], replicates[name], [sample[name] for sample in jackknife], level=level
         )
-        return held(found, replicates[name])  # an interval that excludes its point is withheld
+        # Withheld: an interval that excludes its point, or one measured not to cover at
+        # this size (:mod:`.coverage`).
+        return coverage.shown(name, rows.n_test, held(found, replicates[name]))
 
     sps = interval("sps")
     # The verdict's stability only from an SPS interval that holds.
@@ -304,8 +307,14 @@ def auc_interval(
     n_boot: int = 1000,
     seed: int = 42,
     level: float = LEVEL,
+    name: str = "",
+    n_rows: int = 0,
 ) -> BCaInterval:
     """BCa interval of a membership attack's AUC.
+
+    ``name`` (the attack) and ``n_rows`` (the audit's test rows) say whether the
+    coverage study found the interval to hold there (:mod:`.coverage`, as
+    ``"auc.<name>"``).
 
     Members and non-members are resampled separately (each group keeps its size),
     the design of an attack evaluation with fixed group sizes; the sort is shared
@@ -339,4 +348,5 @@ def auc_interval(
             out.append(plan.auc(np.concatenate(both, axis=1))[0])
         jackknife.append(np.concatenate(out))
     replicates = np.concatenate(values)
-    return held(bca_interval(point, replicates, jackknife, level=level), replicates)
+    found = held(bca_interval(point, replicates, jackknife, level=level), replicates)
+    return coverage.shown(f"auc.{name}", n_rows, found) if name else found

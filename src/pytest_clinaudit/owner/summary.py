@@ -17,7 +17,7 @@ def _number(value: Any, digits: int = 4) -> str:
 
 def _interval(interval: dict[str, Any], digits: int = 4) -> str:
     if interval.get("withheld"):
-        return "[no interval: it excludes its point]"
+        return "[no interval: see undefined below]"
     return f"[{_number(interval['low'], digits)}, {_number(interval['high'], digits)}]"
 
 
@@ -63,7 +63,7 @@ def format_own_audit(title: str, report: dict[str, Any]) -> str:
     change = boot["verdict_change_probability"]
     undefined = report.get("undefined", {})
     sps_interval = (
-        "(no interval: it excludes its point, see below)"
+        "(no interval: see undefined below)"
         if boot["sps"].get("withheld")
         else f"{_interval(boot['sps'], 2)} ({level} BCa interval)"
     )
