@@ -42,16 +42,18 @@ def gbsg2_forest(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Cohort
 
 
 @pytest.mark.slow
-def test_another_seed_moves_the_component_inside_every_seeds_interval(
+def test_the_seed_variation_is_reported_and_the_unheld_interval_is_not_shown(
     gbsg2_forest: tuple[Path, CohortFiles],
 ) -> None:
+    """The attacks' seed variation is measured and reported, and every scored row counts.
+    The component's interval is not shown: in the coverage study it covered 0.77-0.87 at
+    every size (docs/own-model-audit.md), so the report says so in its place."""
     model, files = gbsg2_forest
-    found = {}
     for seed in (42, 1, 2):
         report = _audit(model, files, "--seed", str(seed))
         component = report["membership"]["component"]
         interval = report["uncertainty"]["components"][MEMBERSHIP]
-        # The interval takes in the attacks' seed variation (folds, LiRA's shadows).
+        # The attacks' seed variation (folds, LiRA's shadows) is measured and reported.
         assert component["repeats"] == 10
         assert component["seed_sd"] > 0.0
         assert report["uncertainty"]["seed_sd"][MEMBERSHIP] == component["seed_sd"]
@@ -61,10 +63,9 @@ def test_another_seed_moves_the_component_inside_every_seeds_interval(
         decided = component["rows_decided_by"].values()
         assert sum(rows["members"] for rows in decided) == pytest.approx(514)
         assert sum(rows["nonmembers"] for rows in decided) == pytest.approx(172)
-        found[seed] = (report["components"][MEMBERSHIP], interval["low"], interval["high"])
-    for value, _, _ in found.values():
-        for _, low, high in found.values():
-            assert low <= value <= high, found
+        assert interval["low"] is None
+        assert interval["high"] is None
+        assert "bench_owner_coverage" in interval["withheld"]
 
 
 @pytest.mark.slow
