@@ -18,7 +18,12 @@ import numpy as np
 import pytest
 from game_helpers import built_workspace, game_variant
 
-from pytest_clinaudit.batch.game_evidence import BEST_CONSTANT, best_constant_share, evidence_rows
+from pytest_clinaudit.batch.game_evidence import (
+    BEST_CONSTANT,
+    best_constant_share,
+    evidence_rows,
+    evidence_table,
+)
 from pytest_clinaudit.reference.game.draw import draw_plan, new_secret
 from pytest_clinaudit.reference.game.measure import equal_mass_ece, mean_confidence_slope
 
@@ -47,18 +52,17 @@ def test_the_evidence_table_takes_each_kind_from_its_carriers() -> None:
         }
         for value in (0.70, 0.72, 0.80, 0.90)
     ]
-    rows = {
-        r["kind"]: r
-        for r in evidence_rows(
-            manifests, {"pgd_auroc": 0.02, "loss_attack_auc": 0.015, "ece": 0.003}
-        )
-    }
+    tolerances = {"pgd_auroc": 0.02, "loss_attack_auc": 0.015, "ece": 0.003}
+    rows = {r["kind"]: r for r in evidence_rows(manifests, tolerances)}
     assert rows["leaky"]["carriers"] == 4
     assert rows["leaky"]["best_constant"] == 0.5
     assert (rows["leaky"]["low"], rows["leaky"]["high"]) == (0.70, 0.90)
     assert rows["fragile"]["best_constant"] == 1.0  # the same reference on every instance
     assert rows["miscalibrated"]["carriers"] == 0
     assert rows["miscalibrated"]["best_constant"] is None
+    text = evidence_table(manifests, tolerances).markdown()
+    assert "| leaky | `loss_attack_auc` | 4 | 0.700-0.900 | ± 0.015 | 0.500 (over) |" in text
+    assert "| miscalibrated | `ece` | 0 | --- | ± 0.003 | - |" in text
 
 
 @pytest.mark.parametrize("game", GAMES)

@@ -75,17 +75,23 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def measurement_table(out: Path, chosen: list[int], game: str = GAME) -> str:
+def manifests(out: Path, chosen: list[int], game: str = GAME) -> list[dict[str, Any]]:
+    """The grader manifests of the instances ``chosen``, in that order."""
+    return [
+        json.loads((out / "instances" / f"{game}-{seed}" / "grader" / "manifest.json").read_text())
+        for seed in chosen
+    ]
+
+
+def measurement_table(found: list[dict[str, Any]]) -> str:
     """Every model of every instance: its planted kind and each kind's defining measurement."""
     lines = [
         "| instance | model | planted | PGD drop | loss AUC | ECE | importance | "
         "subgroup excess (largest) | backdoor flip (trigger) | attempt |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for seed in chosen:
-        manifest = json.loads(
-            (out / "instances" / f"{game}-{seed}" / "grader" / "manifest.json").read_text()
-        )
+    for manifest in found:
+        seed = manifest["seed"]
         measured = manifest["measurements"]
         gaps = _excess(measured)
         for name, truth in manifest["truth"].items():
@@ -108,18 +114,14 @@ def measurement_table(out: Path, chosen: list[int], game: str = GAME) -> str:
     return "\n".join(lines)
 
 
-def evidence_table(out: Path, chosen: list[int], game: str = GAME) -> str:
+def evidence_table(found: list[dict[str, Any]], game: str = GAME) -> str:
     """Per kind with an evidence number: the carriers' references and the best constant's
     share of instances (SPEC §8.7: at most a quarter)."""
-    from pytest_clinaudit.batch.game_evidence import evidence_markdown
+    from pytest_clinaudit.batch.game_evidence import evidence_table as table
     from pytest_clinaudit.catalog.variants import default_catalog
 
     tolerance = default_catalog().find(game).game.tolerance
-    manifests = [
-        json.loads((out / "instances" / f"{game}-{seed}" / "grader" / "manifest.json").read_text())
-        for seed in chosen
-    ]
-    return evidence_markdown(manifests, dataclasses.asdict(tolerance))
+    return table(found, dataclasses.asdict(tolerance)).markdown()
 
 
 def _excess(measured: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -186,10 +188,11 @@ def main(argv: list[str] | None = None) -> int:
         ["clinaudit", "report", str(graded), "--out", str(args.out / "report"), "--html"],
         check=False,
     )
+    found = manifests(args.out, built, args.game)
     print("## Defining measurements\n")
-    print(measurement_table(args.out, built, args.game))
-    print("\n## Evidence: what one number per kind earns\n")
-    print(evidence_table(args.out, built, args.game))
+    print(measurement_table(found))
+    print()
+    print(evidence_table(found, args.game))
     failed = sorted(set(args.seeds) - set(built))
     if failed:
         print(f"\nInstances whose build failed: {', '.join(map(str, failed))}")

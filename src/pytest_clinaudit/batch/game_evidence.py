@@ -5,7 +5,8 @@ and the reference's evidence number for every model. A report that measures
 nothing gives one number per kind on every instance; the best such number earns
 evidence credit where it lies within the tolerance of the carrier's reference.
 :func:`best_constant_share` is that best share, and :func:`evidence_table` shows
-it per kind beside the references' range, against the quarter SPEC §8.7 allows.
+it per kind beside the references' range, against the quarter SPEC §8.7 allows
+(:func:`evidence_table`, a :class:`~pytest_clinaudit.batch.table_kit.Table`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_clinaudit.batch.table_kit import Column, Table, fixed, plain
 from pytest_clinaudit.reference.game.settings import EVIDENCE
 
 BEST_CONSTANT = 0.25
@@ -65,24 +67,38 @@ def evidence_rows(
     return rows
 
 
-def evidence_markdown(
+def evidence_table(
     manifests: Sequence[Mapping[str, Any]], tolerances: Mapping[str, float]
-) -> str:
-    """:func:`evidence_rows` as a Markdown table."""
+) -> Table:
+    """:func:`evidence_rows` as a batch table (Markdown, CSV)."""
 
-    def number(value: float | None) -> str:
-        return "-" if value is None else f"{value:.3f}"
+    def references(row: Mapping[str, Any]) -> str:
+        return f"{fixed('low', 3)(row)}-{fixed('high', 3)(row)}"
 
-    lines = [
-        "| kind | evidence | carriers | references | tolerance | best constant's share |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in evidence_rows(manifests, tolerances):
-        share = row["best_constant"]
-        verdict = "" if share is None else (" (ok)" if share <= BEST_CONSTANT else " (over)")
-        lines.append(
-            f"| {row['kind']} | `{row['evidence']}` | {row['carriers']} | "
-            f"{number(row['low'])}-{number(row['high'])} | ± {row['tolerance']:g} | "
-            f"{number(share)}{verdict} |"
-        )
-    return "\n".join(lines)
+    def share(row: Mapping[str, Any]) -> str:
+        value = row["best_constant"]
+        if value is None:
+            return "-"
+        return f"{value:.3f}" + (" (ok)" if value <= BEST_CONSTANT else " (over)")
+
+    columns = (
+        Column("kind", "kind", plain("kind")),
+        Column("evidence", "evidence", lambda row: f"`{row['evidence']}`"),
+        Column("carriers", "carriers", plain("carriers")),
+        Column("low", "references", references),
+        Column("tolerance", "tolerance", lambda row: f"± {row['tolerance']:g}"),
+        Column("best_constant", "best constant's share", share),
+    )
+    rows = evidence_rows(manifests, tolerances)
+    return Table(
+        name="game_evidence",
+        title="Evidence: what one number per kind earns",
+        note=(
+            "Per kind with an evidence number, over the instances' carriers: the share of "
+            f"instances the best single number earns credit on (SPEC §8.7: at most "
+            f"{BEST_CONSTANT:g})."
+        ),
+        keys=tuple(rows[0]) if rows else ("kind",),
+        columns=columns,
+        rows=tuple(rows),
+    )
