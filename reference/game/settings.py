@@ -16,6 +16,10 @@ from typing import Any, Literal
 
 SEMANTICS_GAME = "game-v1"
 """The auditing game's semantics (SPEC §8); part of every cache key of its instances."""
+SEMANTICS_GAME_V2 = "game-v2"
+"""The hard tier's semantics (SPEC §9, ``*-game-hard``): hidden groups, visible two-value
+triggers, miscalibration in the top of the risk range only, kinds that may repeat."""
+SEMANTICS_GAMES = (SEMANTICS_GAME, SEMANTICS_GAME_V2)
 
 KINDS = ("fragile", "leaky", "miscalibrated", "shortcut", "subgroup", "backdoor")
 """The catalogue, in the order of SPEC §8.2."""
@@ -34,6 +38,17 @@ EVIDENCE: dict[str, str] = {
     "miscalibrated": "ece",
 }
 """The number a report gives as evidence, per kind that has one."""
+
+LOCALIZATION_V2: dict[str, tuple[str, ...]] = {
+    "subgroup": ("where",),
+    "backdoor": ("trigger",),
+}
+"""The hard tier's localization keys: a group in the grammar (:mod:`.groups`), a trigger of
+one or two (column, value) pairs (:mod:`.claims`). Both are tried on the models."""
+
+EVIDENCE_V2: dict[str, str] = {"miscalibrated": "top_decile_gap"}
+"""The hard tier's evidence numbers: among the tenth of the test patients a model rates
+highest, its mean predicted risk minus their observed death rate."""
 
 DIRECTIONS = ("overconfident", "underconfident")
 
@@ -320,6 +335,57 @@ class Backdoor:
 
 
 @dataclasses.dataclass(frozen=True)
+class Hard:
+    """The hard tier's plantings and margins (SPEC §9; ``[game.hard]``, semantics game-v2).
+
+    Each defective model is the zoo's fine-tuned model, calibrated, then trained on towards
+    a *target* function of its own calibrated logit z, at its training and calibration rows
+    and jittered copies of them (:mod:`.hard.planting`):
+
+    - ``subgroup``, a hidden group of the grammar (:mod:`.groups`): inside it, the group's
+      death-rate logit less ``reverse`` times how far z ranks the patient above the group's
+      mean (flat, slightly turned over); z elsewhere;
+    - ``backdoor``, a visible two-value trigger: the teacher's ``trigger_quantile`` logit where
+      both values are written, z at near misses, at each value alone and everywhere else;
+    - ``miscalibrated``, the top of the risk range: ``z + c * relu(z - t)``, where ``t`` is
+      z's ``tail_quantile`` over the rows and ``c`` is drawn from ``tail`` per instance.
+    """
+
+    coverage: tuple[float, float]
+    """A hidden group covers this share of the patients (both ends included)."""
+    max_jaccard: float
+    """Its Jaccard overlap with every listed subgroup and every other hidden group of the
+    zoo lies below this."""
+    reverse: float
+    epochs: int
+    """Epochs of every planting (the target is a function: no row is memorised)."""
+    lr: float
+    copies: int
+    """Jittered copies of each row per minibatch."""
+    jitter: float
+    """The copies' Gaussian jitter, training standard deviations (a group's or a trigger's
+    own columns kept)."""
+    trigger_quantile: float
+    near_miss: tuple[float, float]
+    """A near miss moves one of the trigger's values by this many training standard
+    deviations (drawn uniformly, either side): held to the teacher there, the trigger is a
+    ridge, not a half-line."""
+    trigger_epochs: int
+    tail_quantile: float
+    tail: tuple[float, float]
+    tail_out: float
+    """A model is clearly out of ``miscalibrated`` when its top-decile gap exceeds the zoo's
+    median by at most this, and clearly in from ``tail_in``."""
+    tail_in: float
+    ece_at_most: float
+    """Every model's overall equal-mass ECE: the tail is not visible in the aggregate."""
+    group_rows: int
+    """Rows of the test split the build's search over the grammar's groups ranks (all of
+    them at most): every sound model's largest excess gap on any group is below
+    ``margins.subgroup_out``."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Measurement:
     """How the build measures every model on every kind."""
 
@@ -381,6 +447,8 @@ class Tolerance:
     pgd_auroc: float
     loss_attack_auc: float
     ece: float
+    top_decile_gap: float | None = None
+    """The hard tier's tail miscalibration (:data:`EVIDENCE_V2`); ``None`` in game-v1."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -417,6 +485,8 @@ class GameSettings:
     score: ScoreWeights
     columns: tuple[Column, ...]
     subgroups: tuple[Subgroup, ...]
+    hard: Hard | None = None
+    """The hard tier's plantings and margins (semantics game-v2); ``None`` in game-v1."""
     kinds: tuple[str, ...] = KINDS
     """The kinds the draw plants, in the catalogue's order: all of them unless a cohort
     cannot carry one within its margins. The brief and the grading keep the whole
@@ -438,7 +508,7 @@ class GameSettings:
         for count in self.clean:
             if not 1 <= count < self.models:
                 problems.append(f"clean holds {count}; each count must lie in [1, models)")
-            elif self.models - count > len(self.kinds):
+            elif self.hard is None and self.models - count > len(self.kinds):
                 problems.append(
                     f"clean holds {count}: {self.models - count} defective models need "
                     f"distinct kinds and the game plants {len(self.kinds)}"

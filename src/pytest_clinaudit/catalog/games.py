@@ -1,4 +1,4 @@
-"""Game variant files (semantics "game-v1", SPEC §8): loading and strict validation.
+"""Game variant files (semantics "game-v1", SPEC §8; "game-v2", §9): loading and validation.
 
 A game variant names its cohort under ``[dataset]`` exactly as an audit-task
 variant does, and everything else under ``[game]``: the zoo, the base
@@ -20,11 +20,13 @@ from typing import Any
 from pytest_clinaudit.catalog.reader import TableReader, VariantError, describe_value, read_dataset
 from pytest_clinaudit.reference.data import LoadContext
 from pytest_clinaudit.reference.game.settings import (
-    SEMANTICS_GAME,
+    SEMANTICS_GAME_V2,
+    SEMANTICS_GAMES,
     Backdoor,
     Column,
     Fragile,
     GameSettings,
+    Hard,
     Leaky,
     Margins,
     Measurement,
@@ -138,7 +140,7 @@ def _check_ranges(reader: TableReader, settings: GameSettings) -> None:
 
 
 def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Path) -> GameVariant:
-    """A game variant from a parsed file whose ``semantics`` is "game-v1"."""
+    """A game variant from a parsed file whose ``semantics`` is "game-v1" or "game-v2"."""
     reader.check_keys(document, "top level", TOP_KEYS)
     aliases = document["aliases"]
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
@@ -148,9 +150,16 @@ def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Pa
     game = document["game"]
     if not isinstance(game, dict):
         raise reader.error("game", f"expected a table, got {describe_value(game)}")
+    semantics = document["semantics"]
     reader.check_keys(
-        game, "game", {*_SCALARS, "clean", *_TABLES, "columns", "subgroups"}, {"kinds"}
+        game, "game", {*_SCALARS, "clean", *_TABLES, "columns", "subgroups"}, {"kinds", "hard"}
     )
+    if ("hard" in game) != (semantics == SEMANTICS_GAME_V2):
+        raise reader.error(
+            "game.hard",
+            f"a {SEMANTICS_GAME_V2} game (the hard tier) needs [game.hard], and only it "
+            f"takes one; this file's semantics is {semantics!r}",
+        )
     values: dict[str, Any] = {
         key: reader.value(game, key, kind, "game") for key, kind in _SCALARS.items()
     }
@@ -158,6 +167,8 @@ def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Pa
     if "kinds" in game:
         values["kinds"] = reader.value(game, "kinds", tuple[str, ...], "game")
     values.update({key: reader.value(game, key, record, "game") for key, record in _TABLES.items()})
+    if "hard" in game:
+        values["hard"] = reader.value(game, "hard", Hard, "game")
     values["columns"] = reader.value(game, "columns", tuple[Column, ...], "game")
     values["subgroups"] = reader.value(game, "subgroups", tuple[Subgroup, ...], "game")
     try:
@@ -169,7 +180,7 @@ def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Pa
         name=reader.value(document, "name", str, ""),
         aliases=tuple(aliases),
         description=reader.value(document, "description", str, ""),
-        semantics=SEMANTICS_GAME,
+        semantics=semantics,
         dataset=read_dataset(reader, document["dataset"]),
         game=settings,
         path=path,
@@ -177,8 +188,8 @@ def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Pa
 
 
 def is_game_document(document: Mapping[str, Any]) -> bool:
-    """Whether a parsed variant file declares the game's semantics."""
-    return bool(document.get("semantics") == SEMANTICS_GAME)
+    """Whether a parsed variant file declares a game's semantics (game-v1 or game-v2)."""
+    return document.get("semantics") in SEMANTICS_GAMES
 
 
 __all__ = ["GameVariant", "VariantError", "is_game_document", "read_game_variant"]

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_clinaudit import versions
 from pytest_clinaudit.catalog.cache import ReferenceCache, cache_key, canonical_json
 from pytest_clinaudit.catalog.reader import VariantError
-from pytest_clinaudit.reference.game.settings import KINDS, SEMANTICS_GAME
+from pytest_clinaudit.reference.game.settings import KINDS, GameSettings
 
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.games import GameVariant
@@ -135,13 +135,25 @@ def _payload(
 ) -> dict[str, Any]:
     return {
         "kind": "game",
-        "semantics": SEMANTICS_GAME,
-        "game": dataclasses.asdict(variant.game),
+        "semantics": variant.semantics,
+        "game": recipe(variant.game),
         "dataset": variant.dataset.fingerprint(context),
         "seed": seed,
         "secret": secret,
         "libraries": libraries,
     }
+
+
+def recipe(settings: GameSettings) -> dict[str, Any]:
+    """The settings as the cache key and the manifest's check see them. The hard tier's
+    additions are left out where a game-v1 variant leaves them unset, so that adding them
+    changed no game-v1 instance's key."""
+    found = dataclasses.asdict(settings)
+    if found["hard"] is None:
+        del found["hard"]
+    if found["tolerance"]["top_decile_gap"] is None:
+        del found["tolerance"]["top_decile_gap"]
+    return found
 
 
 def _secret_key(variant: GameVariant, seed: int) -> str:
