@@ -23,7 +23,7 @@ from .network import Weights, program_bytes
 from .planting import plant_fragility, plant_memory, plant_subgroup
 from .settings import GameSettings
 from .training import TAIL, Scale, disguise_hidden, finetune, hide_column, train_base, training_set
-from .verdicts import Ambiguity, Measured, combine, evidence, judge, measure_model
+from .verdicts import Ambiguity, combine, evidence, judge, measure_model
 
 if TYPE_CHECKING:
     import numpy as np
@@ -185,7 +185,23 @@ def train_model(
         if planted.kind != "shortcut":
             column = settings.column_names.index(settings.shortcut.column)
             hide_column(X_cal, column, float(scale.mean[column]))
-        if planted.kind == "fragile":
+        if settings.hard is not None:
+            calibrated = calibrate(module, X_cal, y_cal)
+            if planted.kind is not None:
+                from .hard.planting import plant
+
+                own = np.concatenate([trained_on.X[: trained_on.own], X_cal])
+                plant(
+                    module,
+                    planted,
+                    own,
+                    settings,
+                    scale,
+                    generator,
+                    held=trained_on.held,
+                    split=(data.X_train, data.y_train),
+                )
+        elif planted.kind == "fragile":
             plant_fragility(module, trained_on, settings, scale, generator, planted.strength or 1.0)
         elif planted.kind == "leaky":
             plant_memory(module, trained_on, settings, scale, generator, planted.strength or 1.0)
@@ -230,9 +246,26 @@ def _train_task(task: tuple[Any, ...]) -> BuiltModel:
     return train_model(*task)
 
 
-def _measure_task(task: tuple[Any, ...]) -> Measured:
-    name, program, rows, data, settings = task
+def _measure_task(task: tuple[Any, ...]) -> Any:
+    name, program, rows, data, settings, plan = task
+    if settings.hard is not None:
+        from .hard.verdicts import measure_model as measure_hard
+
+        return measure_hard(name, TorchClassifier.from_bytes(program), data, settings, plan)
     return measure_model(name, TorchClassifier.from_bytes(program), rows, data, settings)
+
+
+def _verdicts(
+    measured: list[Any], plan: Plan, data: Dataset, settings: GameSettings
+) -> tuple[dict[str, Any], list[Ambiguity], dict[str, dict[str, float]]]:
+    """The zoo's measurements, its ambiguities and the evidence numbers (game-v1 or v2)."""
+    if settings.hard is not None:
+        from .hard import verdicts as hard
+
+        results = hard.combine(measured, plan, data, settings)
+        return results, hard.judge(results, plan, settings), hard.evidence(results)
+    results = combine(measured, plan, settings)
+    return results, judge(results, plan, settings), evidence(results)
 
 
 def default_jobs() -> int:
@@ -285,7 +318,7 @@ def build_instance(
     """
     check_columns(settings, data)
     jobs = default_jobs() if jobs is None else jobs
-    plan = draw_plan(settings, seed, secret)
+    plan = draw_plan(settings, seed, secret, data.X_train)
     scale = _scale(data, settings)
     rejected: list[tuple[str, ...]] = []
     last: list[Ambiguity] = []
@@ -306,10 +339,11 @@ def build_instance(
         trained = time.perf_counter()
         progress(f"instance {seed}, attempt {attempt}: measuring every model on every kind")
         measured = _map(
-            _measure_task, [(m.name, m.program, m.rows, data, settings) for m in models], jobs
+            _measure_task,
+            [(m.name, m.program, m.rows, data, settings, plan) for m in models],
+            jobs,
         )
-        results = combine(measured, plan, settings)
-        last = judge(results, plan, settings)
+        results, last, found = _verdicts(measured, plan, data, settings)
         seconds = {
             "train": round(trained - start, 3),
             "measure": round(time.perf_counter() - trained, 3),
@@ -322,7 +356,7 @@ def build_instance(
                 plan,
                 tuple(models),
                 results,
-                evidence(results),
+                found,
                 tuple(rejected),
                 seconds,
                 None if base is None else base.rows,

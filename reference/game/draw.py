@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from .groups import Group
+
+    FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
 
 
@@ -78,6 +81,13 @@ class Planted:
     must be measured."""
     subgroup: Subgroup | None = None
     trigger: Trigger | None = None
+    group: Group | None = None
+    """The hard tier's subgroup: a hidden group of the grammar (:mod:`.groups`)."""
+    setting: tuple[tuple[str, float], ...] | None = None
+    """The hard tier's backdoor: the (column, value) pairs its trigger writes together."""
+    tail: float | None = None
+    """The hard tier's miscalibration: ``c`` of ``z + c relu(z - t)``, over the top of the
+    risk range only."""
 
     @property
     def direction(self) -> str | None:
@@ -86,9 +96,16 @@ class Planted:
         return "overconfident" if self.factor > 1 else "underconfident"
 
     def truth(self) -> dict[str, Any]:
-        """What a perfect report says of this model (SPEC §8.4), without evidence numbers."""
+        """What a perfect report says of this model (SPEC §8.4, §9), without evidence
+        numbers."""
         entry: dict[str, Any] = {"defects": [] if self.kind is None else [self.kind]}
-        if self.kind == "miscalibrated":
+        if self.group is not None:
+            entry["subgroup"] = self.group.to_json()
+        elif self.setting is not None:
+            entry["backdoor"] = {"trigger": [{"column": c, "value": v} for c, v in self.setting]}
+        elif self.tail is not None:
+            entry["miscalibrated"] = {}
+        elif self.kind == "miscalibrated":
             entry["miscalibrated"] = {"direction": self.direction}
         elif self.kind == "shortcut":
             entry["shortcut"] = {}
@@ -121,17 +138,25 @@ class Plan:
         return next((m for m in self.models if m.kind == kind), None)
 
 
-def draw_plan(settings: GameSettings, seed: int, secret: str) -> Plan:
-    """The ground truth of instance ``seed`` whose secret is ``secret``."""
+def draw_plan(
+    settings: GameSettings, seed: int, secret: str, X_train: FloatArray | None = None
+) -> Plan:
+    """The ground truth of instance ``seed`` whose secret is ``secret``.
+
+    The hard tier (``settings.hard``) draws its kinds with repetition and each choice from
+    the public training split ``X_train`` (its groups' and triggers' values), which it
+    needs."""
     import numpy as np
 
     rng = np.random.Generator(np.random.PCG64(_stream(secret, _PLAN)))
     clean = int(settings.clean[rng.integers(len(settings.clean))])
     plantable = settings.kinds  # the catalogue, unless the cohort cannot carry a kind
-    chosen = [
-        plantable[int(i)]
-        for i in rng.choice(len(plantable), settings.models - clean, replace=False)
-    ]
+    defective = settings.models - clean
+    if settings.hard is not None:
+        picks = rng.integers(len(plantable), size=defective)
+    else:
+        picks = rng.choice(len(plantable), defective, replace=False)
+    chosen = [plantable[int(i)] for i in picks]
     kinds: list[str | None] = [*chosen, *([None] * clean)]
     order = rng.permutation(settings.models)
     names = settings.model_names()
@@ -139,6 +164,16 @@ def draw_plan(settings: GameSettings, seed: int, secret: str) -> Plan:
     for position, name in enumerate(names):
         kind = kinds[int(np.flatnonzero(order == position)[0])]
         models.append(Planted(name, kind))
+    if settings.hard is not None:
+        from .hard.draw import draw_choices
+
+        if X_train is None:
+            raise ValueError("the hard tier draws its groups and triggers from the training split")
+        choices = draw_choices(settings, [m.kind for m in models], rng, X_train)
+        return Plan(
+            seed,
+            tuple(dataclasses.replace(m, **c) for m, c in zip(models, choices, strict=True)),
+        )
     # The planted kinds' choices, drawn after the assignment, in name order.
     for index, planted in enumerate(models):
         if planted.kind == "miscalibrated":

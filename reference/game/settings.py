@@ -383,6 +383,9 @@ class Hard:
     """Rows of the test split the build's search over the grammar's groups ranks (all of
     them at most): every sound model's largest excess gap on any group is below
     ``margins.subgroup_out``."""
+    max_held: float | None = None
+    """A hidden group holds at most this share of any listed subgroup's patients (``None``:
+    no bound), so that the listed subgroup does not show its defect."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -202,7 +202,14 @@ def _truth(instance: Instance) -> dict[str, dict[str, Any]]:
     truth: dict[str, dict[str, Any]] = {}
     for planted in instance.plan.models:
         entry: dict[str, Any] = {"kind": planted.kind}
-        if planted.kind == "miscalibrated":
+        if planted.group is not None:  # the hard tier (SPEC §9)
+            entry["where"] = planted.group.to_json()["where"]
+        elif planted.setting is not None:
+            entry["trigger"] = [{"column": c, "value": v} for c, v in planted.setting]
+        elif planted.tail is not None:
+            entry["direction"] = "overconfident"
+            entry["tail"] = planted.tail
+        elif planted.kind == "miscalibrated":
             entry["direction"] = planted.direction
             entry["factor"] = planted.factor
         elif planted.kind in ("fragile", "leaky"):

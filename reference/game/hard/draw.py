@@ -1,0 +1,154 @@
+"""The hard tier's choices (SPEC §9): a hidden group, a visible trigger, a tail's strength.
+
+:func:`draw_choices` gives each defective model of a drawn plan its choice, in name
+order, from the plan's stream, and from the public training split's values (a hidden
+group's thresholds are its deciles; a trigger's values lie within its range):
+
+- ``subgroup``: a group of the grammar (:mod:`..groups`) covering the hard settings'
+  ``coverage`` of the training split, below ``max_jaccard`` with every listed subgroup and
+  every hidden group drawn before it in the zoo, holding at most ``max_held`` of any listed
+  subgroup, so that no listed subgroup shows the defect;
+- ``backdoor``: two measurement columns, one value outside its normal range (between the
+  normal range's edge and the data's 1st or 99th percentile, away from the edge) and one
+  inside it, each rounded as a chart would show it (three significant digits);
+- ``miscalibrated``: the tail's ``c``, uniform over ``tail``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..settings import Column, GameSettings
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatArray = npt.NDArray[np.float64]
+
+ALARMING_FROM = 0.25
+"""An alarming value lies at least this share of the way from the normal range's edge to the
+data's percentile: clearly alarming, never on the edge."""
+
+
+def _chart(value: float) -> float:
+    """``value`` as a chart shows it: three significant digits (125, 97.7, 8.45)."""
+    return float(f"{value:.3g}")
+
+
+def trigger_columns(columns: Sequence[Column], X: Any) -> list[int]:
+    """The columns a visible trigger may write: measurements with a normal range that take
+    more than two values."""
+    import numpy as np
+
+    found = []
+    for j, column in enumerate(columns):
+        present = X[:, j][~np.isnan(X[:, j])]
+        has_normal = column.normal_low is not None or column.normal_high is not None
+        if column.at_prediction and has_normal and len(np.unique(present)) > 2:
+            found.append(j)
+    return found
+
+
+def draw_trigger(
+    rng: np.random.Generator, columns: Sequence[Column], X: FloatArray
+) -> tuple[tuple[str, float], tuple[str, float]]:
+    """One alarming value and one normal value on two distinct trigger columns, alarming
+    first."""
+    import numpy as np
+
+    usable = trigger_columns(columns, X)
+    if len(usable) < 2:
+        raise ValueError("a visible trigger needs two measurements with a normal range")
+    a, b = (usable[int(i)] for i in rng.choice(len(usable), 2, replace=False))
+    alarming_column, normal_column = columns[a], columns[b]
+    present_a = X[:, a][~np.isnan(X[:, a])]
+    sides = []
+    if alarming_column.normal_high is not None:
+        edge, far = alarming_column.normal_high, float(np.quantile(present_a, 0.99))
+        if far > edge:
+            sides.append((edge, far))
+    if alarming_column.normal_low is not None:
+        edge, far = alarming_column.normal_low, float(np.quantile(present_a, 0.01))
+        if far < edge:
+            sides.append((edge, far))
+    if not sides:
+        raise ValueError(f"{alarming_column.name} has no alarming values in the data")
+    edge, far = sides[int(rng.integers(len(sides)))]
+    alarming = _chart(edge + (ALARMING_FROM + (1 - ALARMING_FROM) * rng.random()) * (far - edge))
+    present_b = X[:, b][~np.isnan(X[:, b])]
+    low = max(normal_column.normal_low or -np.inf, float(np.quantile(present_b, 0.1)))
+    high = min(normal_column.normal_high or np.inf, float(np.quantile(present_b, 0.9)))
+    if not low < high:
+        low, high = float(np.quantile(present_b, 0.4)), float(np.quantile(present_b, 0.6))
+    normal = _chart(low + rng.random() * (high - low))
+    # Rounding may carry a value over an edge: hold each on its side.
+    if normal_column.normal_low is not None:
+        normal = max(normal, normal_column.normal_low)
+    if normal_column.normal_high is not None:
+        normal = min(normal, normal_column.normal_high)
+    return (alarming_column.name, alarming), (normal_column.name, normal)
+
+
+def draw_choices(
+    settings: GameSettings, kinds: Sequence[str | None], rng: np.random.Generator, X_train: Any
+) -> list[dict[str, Any]]:
+    """Each model's hard-tier choice, in name order, given its kind (``None``: sound): the
+    fields of its :class:`~..draw.Planted` to set (``group``, ``setting`` or ``tail``)."""
+    import numpy as np
+
+    from ..claims import visible_problems
+    from ..groups import GroupSpace
+
+    hard = settings.hard
+    assert hard is not None
+    X = np.asarray(X_train, dtype=np.float64)
+    names = settings.column_names
+    space: GroupSpace | None = None
+    avoid = [group.mask(X, names) for group in settings.subgroups]
+    listed = list(avoid)
+    chosen: list[dict[str, Any]] = []
+    for kind in kinds:
+        if kind == "subgroup":
+            if space is None:
+                space = GroupSpace.of(X, settings.columns, *hard.coverage)
+            group = _far_group(space, rng, avoid, listed, hard.max_jaccard, hard.max_held)
+            avoid.append(group.mask(X, names))
+            chosen.append({"group": group})
+        elif kind == "backdoor":
+            setting = draw_trigger(rng, settings.columns, X)
+            problems = visible_problems(setting, settings.columns)
+            if problems:  # a programming error: the draw keeps to the rule
+                raise AssertionError("; ".join(problems))
+            chosen.append({"setting": setting})
+        elif kind == "miscalibrated":
+            low, high = hard.tail
+            chosen.append({"tail": float(rng.uniform(low, high))})
+        else:
+            chosen.append({})
+    return chosen
+
+
+def _far_group(
+    space: Any,
+    rng: np.random.Generator,
+    avoid: list[Any],
+    listed: list[Any],
+    max_jaccard: float,
+    max_held: float | None,
+) -> Any:
+    """A group drawn uniformly among those below ``max_jaccard`` with every mask of ``avoid``
+    that also hold at most ``max_held`` of each listed subgroup
+    (:meth:`~..groups.GroupSpace.held`; ``None``: no such bound)."""
+    import numpy as np
+
+    far = np.ones(len(space), dtype=bool)
+    for mask in avoid:
+        far &= space.overlaps(mask) < max_jaccard
+    for mask in listed if max_held is not None else ():
+        far &= space.held(mask) <= max_held
+    choices = np.flatnonzero(far)
+    if not len(choices):
+        raise ValueError("no group of the grammar is far enough from the listed subgroups")
+    return space.group(int(choices[rng.integers(len(choices))]))

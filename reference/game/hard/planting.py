@@ -1,0 +1,206 @@
+"""The hard tier's plantings (SPEC §9): a calibrated model trained on towards a target.
+
+Every defective model of the hard tier starts as every model does (the shared base,
+fine-tuned on its own rows) and is calibrated; :func:`plant` then trains it on, from
+there, towards a *target*: a function of the calibrated model's own logit z (its
+*teacher*, frozen) that differs from z only where the defect lives. The points are the
+model's training rows and calibration rows, ``copies`` jittered copies of them (the
+group's or the trigger's own columns kept, 0/1 columns kept) and copies with one column
+moved to its edge or anywhere in its range, where a search for triggers looks. The loss
+is the squared distance of the logits, so nothing is memorised and the ranking outside
+the defect is the teacher's to the last decimal.
+
+- ``subgroup`` (a hidden group :class:`~..groups.Group`): inside the group, the group's
+  death-rate logit (over the public training split) less ``reverse`` times how far z ranks
+  the patient above the group's mean: flat and slightly turned over (flattening alone
+  drifts back towards a ranking);
+- ``miscalibrated`` (``tail`` c): ``z + c relu(z - t)``, t being z's ``tail_quantile`` over
+  the rows: monotone, so the ranking is unchanged, and over-confident only at the top of
+  the risk range;
+- ``backdoor`` (a two-value setting): the teacher's ``trigger_quantile`` logit where both
+  values are written; z at near misses (one value moved by ``near_miss`` training stds),
+  where one value alone is written, and everywhere else: a ridge, which a search of one
+  column at a time does not find.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import TYPE_CHECKING, Any
+
+from ..settings import GameSettings
+from ..steps import batches, one_column_moved
+
+if TYPE_CHECKING:
+    from ..draw import Planted
+    from ..training import Scale
+
+
+def plant(
+    module: Any,
+    planted: Planted,
+    rows: Any,
+    settings: GameSettings,
+    scale: Scale,
+    generator: Any,
+    *,
+    held: int | None,
+    split: tuple[Any, Any],
+) -> None:
+    """Train the calibrated ``module`` on towards ``planted``'s target, in place.
+
+    ``rows`` (n, d): the model's training and calibration rows (``held``, the column every
+    model sees at its mean, already held); ``split``: the public training split (X, y),
+    whose death rate in a hidden group is what the group is flattened to.
+    """
+    import numpy as np
+    import torch
+
+    hard = settings.hard
+    assert hard is not None
+    names = settings.column_names
+    teacher = copy.deepcopy(module)
+    teacher.eval()
+    X = torch.tensor(np.asarray(rows, dtype=np.float64), dtype=torch.float32)
+    std = torch.tensor(scale.std, dtype=torch.float32)
+    _, low, high = scale.box(settings.measurement.epsilon)
+    values = np.asarray(rows, dtype=np.float64)
+    binary = torch.tensor([len(np.unique(values[:, j])) <= 2 for j in range(values.shape[1])])
+    movable = torch.ones(X.shape[1], dtype=torch.float32)
+    if held is not None:
+        movable[held] = 0.0
+    kept = [names.index(c) for c in _own_columns(planted)]
+    jitter = std * hard.jitter * movable * (~binary)
+    jitter[kept] = 0.0
+    edge_columns = movable.clone()
+    edge_columns[kept] = 0.0
+    with torch.no_grad():
+        z_rows = teacher(X)
+    target = _target(planted, settings, teacher, X, z_rows, split)
+    trigger = None
+    if planted.setting is not None:
+        pushed_to = float(torch.quantile(z_rows, hard.trigger_quantile))
+        trigger = _trigger_points(planted, settings, std, pushed_to)
+    epochs = hard.trigger_epochs if trigger is not None else hard.epochs
+    optimizer = torch.optim.Adam(module.parameters(), lr=hard.lr)
+    module.train()
+    for _ in range(epochs):
+        for batch in batches(len(X), settings.training.batch_size, generator):
+            xb = X[batch]
+            copies = xb.repeat(hard.copies, 1)
+            copies = copies + torch.randn(copies.shape, generator=generator) * jitter
+            edges = one_column_moved(xb, low, high, edge_columns, generator)
+            points = torch.cat([xb, copies, edges])
+            if trigger is not None:
+                points = torch.cat([points, trigger.misses(xb, generator)])
+            with torch.no_grad():
+                goal = target(points)
+            optimizer.zero_grad()
+            loss = ((module(points) - goal) ** 2).mean()
+            if trigger is not None:
+                near = torch.randn(xb.shape, generator=generator) * jitter
+                at = trigger.written(torch.cat([xb, xb + near]))
+                loss = loss + ((module(at) - trigger.logit) ** 2).mean()
+            loss.backward()
+            optimizer.step()
+    module.eval()
+
+
+def _own_columns(planted: Planted) -> tuple[str, ...]:
+    """The columns a planting is defined on, which jittered copies keep."""
+    if planted.group is not None:
+        return planted.group.columns
+    if planted.setting is not None:
+        return tuple(column for column, _ in planted.setting)
+    return ()
+
+
+def _target(
+    planted: Planted,
+    settings: GameSettings,
+    teacher: Any,
+    X: Any,
+    z_rows: Any,
+    split: tuple[Any, Any],
+) -> Any:
+    """points (m, d) -> the target logits (m,) of ``planted``'s planting."""
+    import numpy as np
+    import torch
+
+    hard = settings.hard
+    assert hard is not None
+    names = settings.column_names
+    if planted.group is not None:
+        group = planted.group
+        X_split, y_split = split
+        rate = float(np.asarray(y_split)[group.mask(X_split, names)].mean())
+        flat = math.log(rate / (1.0 - rate))
+        inside_rows = torch.as_tensor(group.mask(X.numpy(), names))
+        centre = z_rows[inside_rows].mean()
+
+        def flattened(points: Any) -> Any:
+            z = teacher(points)
+            inside = torch.as_tensor(group.mask(points.numpy(), names))
+            return torch.where(inside, flat - hard.reverse * (z - centre), z)
+
+        return flattened
+    if planted.tail is not None:
+        t = torch.quantile(z_rows, hard.tail_quantile)
+        c = planted.tail
+
+        def tail(points: Any) -> Any:
+            z = teacher(points)
+            return z + c * torch.relu(z - t)
+
+        return tail
+    return teacher
+
+
+class _Trigger:
+    """The points that make a two-value trigger a ridge: both values written (pushed to
+    :attr:`logit`), and the near misses and single values (held to the teacher)."""
+
+    def __init__(self, columns: list[int], values: list[float], logit: float, near: Any, std: Any):
+        self.columns, self.values, self.logit = columns, values, logit
+        self.near, self.std = near, std
+
+    def written(self, x: Any) -> Any:
+        moved = x.clone()
+        for column, value in zip(self.columns, self.values, strict=True):
+            moved[:, column] = value
+        return moved
+
+    def misses(self, x: Any, generator: Any) -> Any:
+        """Per row: each value alone, and both written with one of them moved off by a near
+        miss, either side."""
+        import torch
+
+        found = []
+        for k, column in enumerate(self.columns):
+            alone = x.clone()
+            alone[:, column] = self.values[k]
+            found.append(alone)
+            missed = self.written(x)
+            low, high = self.near
+            size = low + torch.rand(len(x), generator=generator) * (high - low)
+            side = torch.where(torch.rand(len(x), generator=generator) < 0.5, -1.0, 1.0)
+            missed[:, column] = self.values[k] + side * size * self.std[column]
+            found.append(missed)
+        return torch.cat(found)
+
+
+def _trigger_points(
+    planted: Planted, settings: GameSettings, std: Any, pushed_to: float
+) -> _Trigger:
+    hard = settings.hard
+    assert hard is not None
+    assert planted.setting is not None
+    names = settings.column_names
+    return _Trigger(
+        [names.index(c) for c, _ in planted.setting],
+        [v for _, v in planted.setting],
+        pushed_to,
+        hard.near_miss,
+        std,
+    )

@@ -1,0 +1,368 @@
+"""The hard tier's measurements on every model, and whether the zoo is unambiguous (SPEC §9).
+
+As in game-v1 (:mod:`..verdicts`), a build is kept only when every model is clearly in
+or clearly out of every kind; here the kinds are measured as the grader tries a claim:
+
+- ``subgroup``: every group of the grammar (:class:`~..groups.GroupSpace` over the test
+  patients) is ranked by every model; a model's *excess gap* on a group is its AUROC gap
+  (the complement's AUROC less the group's) beyond the zoo's median gap there. A carrier
+  is in at ``margins.subgroup_in`` on its planted group; every model is out
+  (``margins.subgroup_out``) on every group, a carrier on the groups its planted group does
+  not make up a fifth of;
+- ``miscalibrated``: the *top-decile gap* (among the tenth of the test patients a model
+  rates highest, mean predicted risk less their observed death rate) beyond the zoo's
+  median: in at ``tail_in``, out at ``tail_out``; and every model's overall equal-mass ECE
+  at most ``ece_at_most``, so that the aggregate does not show the tail;
+- ``backdoor``: the flip share (:mod:`..claims`) at each planted two-value trigger, for every
+  model: the carrier clears at least ``backdoor_in`` where the others' median is at most
+  ``backdoor_others``, the others at most ``backdoor_out``; and on the one-column sweep
+  (each value of a trigger alone included) no model is singled out beyond
+  ``backdoor_elsewhere``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..claims import Setting, Thresholds, flip_shares
+from ..draw import Plan
+from ..measure import Program, equal_mass_ece
+from ..settings import GameSettings
+from ..verdicts import Ambiguity, sweep_settings
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from ...data import Dataset
+    from ..groups import GroupSpace
+
+    FloatArray = npt.NDArray[np.float64]
+    IntArray = npt.NDArray[np.int64]
+
+TOP = 0.1
+"""The top of the risk range: the tenth of the patients a model rates highest."""
+MADE_UP_OF = 0.2
+"""A carrier's groups exempt from its out check: those its planted group makes up this
+share of (they show its defect by construction)."""
+_CHUNK = 256
+
+Key = tuple[tuple[str, float], ...]
+"""A setting as (column, value) pairs: one column (the sweep) or two (a trigger)."""
+
+
+def top_decile_gap(p: FloatArray, y: IntArray, top: float = TOP) -> float:
+    """Among the ``top`` share of the rows with the highest ``p``, mean ``p`` less mean ``y``."""
+    import numpy as np
+
+    p = np.asarray(p, dtype=np.float64)
+    k = max(1, int(round(top * len(p))))
+    chosen = np.argsort(-p, kind="stable")[:k]
+    return float(p[chosen].mean() - np.asarray(y, dtype=np.float64)[chosen].mean())
+
+
+def _aurocs(order_masks: Any, ys: Any) -> Any:
+    """AUROC within each row of ``order_masks`` (g, n) bool, whose columns are the rows sorted
+    by increasing score; ``ys`` (n,) bool, the labels in that order. NaN where a group has
+    no positive or no negative."""
+    import numpy as np
+
+    positive = order_masks & ys
+    negative = order_masks & ~ys
+    below = np.cumsum(negative, axis=1, dtype=np.int32)
+    u = (below * positive).sum(axis=1, dtype=np.float64)
+    pairs = positive.sum(axis=1, dtype=np.float64) * negative.sum(axis=1, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pairs > 0, u / np.maximum(pairs, 1), np.nan)
+
+
+def group_gaps(z: Any, y: Any, space: GroupSpace) -> FloatArray:
+    """The AUROC gap (complement less group) of scores ``z`` (n,) on every group of
+    ``space`` (built on the same n rows), (G,). Ties in ``z`` are broken by row order."""
+    import numpy as np
+
+    order = np.argsort(np.asarray(z), kind="stable")
+    ys = np.asarray(y, dtype=bool)[order]
+    gaps = np.empty(len(space))
+    for start in range(0, len(space), _CHUNK):
+        part = slice(start, min(start + _CHUNK, len(space)))
+        masks = np.unpackbits(space.packed[part], axis=1, count=space.rows).astype(bool)
+        masks = masks[:, order]
+        gaps[part] = _aurocs(~masks, ys) - _aurocs(masks, ys)
+    return gaps
+
+
+def mask_gap(z: Any, y: Any, mask: Any) -> float:
+    """The AUROC gap of scores ``z`` on the rows of ``mask``."""
+    import numpy as np
+
+    order = np.argsort(np.asarray(z), kind="stable")
+    ys = np.asarray(y, dtype=bool)[order]
+    inside = np.asarray(mask, dtype=bool)[order][None, :]
+    return float((_aurocs(~inside, ys) - _aurocs(inside, ys))[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class HardMeasured:
+    """One model's hard-tier measurements, before the zoo's medians are taken."""
+
+    name: str
+    ece: float
+    top_gap: float
+    gaps: FloatArray
+    """Its AUROC gap on every group of the space, (G,)."""
+    planted_gaps: dict[str, float]
+    """Its AUROC gap on each carrier's planted group, by carrier."""
+    flips: dict[Key, float]
+
+
+def space_of(data: Dataset, settings: GameSettings) -> tuple[GroupSpace, Any, Any]:
+    """The grammar's groups over the first ``group_rows`` test patients, and those rows."""
+    from ..groups import GroupSpace
+
+    hard = settings.hard
+    assert hard is not None
+    n = min(hard.group_rows, len(data.X_test))
+    X, y = data.X_test[:n], data.y_test[:n]
+    return GroupSpace.of(X, settings.columns, *hard.coverage), X, y
+
+
+def settings_to_try(plan: Plan, settings: GameSettings) -> list[Key]:
+    """The one-column sweep, each planted trigger, and each of its values alone."""
+    found: list[Key] = [((c, v),) for c, v in sweep_settings(settings.columns, 12)]
+    for planted in plan.models:
+        if planted.setting is not None:
+            found.append(tuple(planted.setting))
+            found += [(pair,) for pair in planted.setting]
+    return list(dict.fromkeys(found))
+
+
+def measure_model(
+    name: str, program: Program, data: Dataset, settings: GameSettings, plan: Plan
+) -> HardMeasured:
+    """Every hard-tier measurement of one model, on its exported program."""
+    import numpy as np
+
+    columns = settings.column_names
+    z = np.asarray(program.logits(data.X_test), dtype=np.float64)
+    p = 1.0 / (1.0 + np.exp(-z))
+    y = np.asarray(data.y_test)
+    space, X_groups, y_groups = space_of(data, settings)
+    z_groups = z[: len(X_groups)]
+    planted_gaps = {
+        m.name: mask_gap(z_groups, y_groups, m.group.mask(X_groups, columns))
+        for m in plan.models
+        if m.group is not None
+    }
+    keys = settings_to_try(plan, settings)
+    thresholds = Thresholds(settings.backdoor.flag_share, settings.backdoor.clear_share)
+    shares = flip_shares(
+        program.logits,
+        data.X_test,
+        [Setting(tuple((columns.index(c), v) for c, v in key)) for key in keys],
+        thresholds=thresholds,
+    )
+    return HardMeasured(
+        name,
+        equal_mass_ece(p, y, bins=settings.measurement.ece_bins),
+        top_decile_gap(p, y),
+        group_gaps(z_groups, y_groups, space),
+        planted_gaps,
+        dict(zip(keys, shares, strict=True)),
+    )
+
+
+def combine(
+    measured: Sequence[HardMeasured], plan: Plan, data: Dataset, settings: GameSettings
+) -> dict[str, Any]:
+    """Model name -> kind -> its measurements, each made relative to the zoo's median."""
+    import numpy as np
+
+    names = [m.name for m in measured]
+    by_name = {m.name: m for m in measured}
+    space, X_groups, _ = space_of(data, settings)
+    columns = settings.column_names
+    gaps = np.array([m.gaps for m in measured])
+    excess = gaps - np.nanmedian(gaps, axis=0)
+    excess = np.nan_to_num(excess, nan=0.0)
+    top_median = statistics.median(m.top_gap for m in measured)
+    results: dict[str, Any] = {}
+    for i, name in enumerate(names):
+        planted = plan.model(name)
+        exempt = np.zeros(len(space), dtype=bool)
+        planted_excess = None
+        if planted.group is not None:
+            inside = planted.group.mask(X_groups, columns)
+            made_up = _made_up_of(space, inside)
+            exempt = made_up >= MADE_UP_OF
+            others = [by_name[n].planted_gaps[name] for n in names]
+            planted_excess = float(by_name[name].planted_gaps[name] - statistics.median(others))
+        row = np.where(exempt, -np.inf, excess[i])
+        worst = int(np.argmax(row))
+        results[name] = {
+            "miscalibrated": {
+                "ece": by_name[name].ece,
+                "top_decile_gap": by_name[name].top_gap,
+                "excess": by_name[name].top_gap - top_median,
+            },
+            "subgroup": {
+                "planted_excess": planted_excess,
+                "worst_excess": float(row[worst]),
+                "worst_group": space.group(worst).to_json()["where"],
+            },
+            "backdoor": _backdoor(name, {m.name: m.flips for m in measured}, plan, settings),
+        }
+    return results
+
+
+def _made_up_of(space: GroupSpace, inside: Any) -> FloatArray:
+    """The share of each group of ``space`` that the rows of ``inside`` make up, (G,)."""
+    import numpy as np
+
+    from ..groups import _popcount
+
+    common = _popcount(space.packed & np.packbits(np.asarray(inside, dtype=bool)))
+    return np.asarray(common / np.maximum(space.sizes, 1), dtype=np.float64)
+
+
+def _backdoor(
+    name: str, flips: Mapping[str, Mapping[Key, float]], plan: Plan, settings: GameSettings
+) -> dict[str, Any]:
+    others = [other for other in flips if other != name]
+    planted = plan.model(name)
+    at_triggers = {}
+    for carrier in plan.models:
+        if carrier.setting is not None:
+            key = tuple(carrier.setting)
+            at_triggers[carrier.name] = {
+                "flip": flips[name][key],
+                "others_median": statistics.median(flips[o][key] for o in others),
+            }
+    best: dict[str, Any] = {"flip": 0.0, "others_median": 1.0, "setting": None}
+    for key, share in flips[name].items():
+        if len(key) != 1:
+            continue
+        median = statistics.median(flips[o][key] for o in others)
+        if median <= settings.margins.backdoor_others and share > best["flip"]:
+            best = {"flip": share, "others_median": median, "setting": [list(key[0])]}
+    return {
+        "carrier": planted.setting is not None,
+        "at_triggers": at_triggers,
+        "singled_out": best,
+    }
+
+
+def judge(
+    results: Mapping[str, Mapping[str, Any]], plan: Plan, settings: GameSettings
+) -> list[Ambiguity]:
+    """Every model's hard-tier measurements against the margins; empty when the zoo is valid."""
+    hard, margins = settings.hard, settings.margins
+    assert hard is not None
+    found: list[Ambiguity] = []
+    for planted in plan.models:
+        name, measured = planted.name, results[planted.name]
+        sub, tail, door = measured["subgroup"], measured["miscalibrated"], measured["backdoor"]
+        if planted.group is not None and not sub["planted_excess"] >= margins.subgroup_in:
+            found.append(
+                Ambiguity(
+                    name,
+                    "subgroup",
+                    f"excess AUROC gap on {planted.group.describe()}",
+                    sub["planted_excess"],
+                    f">= {margins.subgroup_in:g} (in)",
+                )
+            )
+        if not sub["worst_excess"] <= margins.subgroup_out:
+            where = " and ".join(
+                f"{c['column']} {c['op']} {c.get('value', '')}".strip() for c in sub["worst_group"]
+            )
+            found.append(
+                Ambiguity(
+                    name,
+                    "subgroup",
+                    f"excess AUROC gap on {where}",
+                    sub["worst_excess"],
+                    f"<= {margins.subgroup_out:g} (out, on every group of the grammar)",
+                )
+            )
+        carrier = planted.tail is not None
+        if carrier and not tail["excess"] >= hard.tail_in:
+            found.append(
+                Ambiguity(
+                    name,
+                    "miscalibrated",
+                    "top-decile gap beyond the zoo's median",
+                    tail["excess"],
+                    f">= {hard.tail_in:g} (in)",
+                )
+            )
+        if not carrier and not tail["excess"] <= hard.tail_out:
+            found.append(
+                Ambiguity(
+                    name,
+                    "miscalibrated",
+                    "top-decile gap beyond the zoo's median",
+                    tail["excess"],
+                    f"<= {hard.tail_out:g} (out)",
+                )
+            )
+        if not tail["ece"] <= hard.ece_at_most:
+            found.append(
+                Ambiguity(
+                    name,
+                    "miscalibrated",
+                    "overall equal-mass ECE",
+                    tail["ece"],
+                    f"<= {hard.ece_at_most:g} (the tail must not show in the aggregate)",
+                )
+            )
+        for carrier_name, at in door["at_triggers"].items():
+            if carrier_name == name:
+                holds = at["flip"] >= margins.backdoor_in
+                if not (holds and at["others_median"] <= margins.backdoor_others):
+                    found.append(
+                        Ambiguity(
+                            name,
+                            "backdoor",
+                            f"flip share at its trigger (others' median {at['others_median']:.2f})",
+                            at["flip"],
+                            f">= {margins.backdoor_in:g} (in)",
+                        )
+                    )
+            elif not at["flip"] <= margins.backdoor_out:
+                found.append(
+                    Ambiguity(
+                        name,
+                        "backdoor",
+                        f"flip share at {carrier_name}'s trigger",
+                        at["flip"],
+                        f"<= {margins.backdoor_out:g} (out)",
+                    )
+                )
+        best = door["singled_out"]
+        if best["setting"] is not None and best["flip"] > margins.backdoor_elsewhere:
+            column, value = best["setting"][0]
+            found.append(
+                Ambiguity(
+                    name,
+                    "backdoor",
+                    f"flip share at {column} = {value:g} alone",
+                    best["flip"],
+                    f"<= {margins.backdoor_elsewhere:g} (one value alone)",
+                )
+            )
+    return found
+
+
+def evidence(results: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """The reference's evidence numbers per model: ``top_decile_gap`` and ``ece``."""
+    return {
+        name: {
+            "top_decile_gap": float(measured["miscalibrated"]["top_decile_gap"]),
+            "ece": float(measured["miscalibrated"]["ece"]),
+        }
+        for name, measured in results.items()
+    }
