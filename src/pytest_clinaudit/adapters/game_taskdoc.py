@@ -43,6 +43,7 @@ __all__ = [
     "facts_toml",
     "render",
 ]
+
 KIND_TEXT = {
     "fragile": (
         "Small changes to a patient's record, of a size no clinician would call meaningful, "

@@ -421,19 +421,21 @@ def _add_labels(
     return True
 
 
-def test_rows(reference: GameReference, cache: ReferenceCache) -> tuple[Any, tuple[str, ...], Any]:
-    """The instance's test rows (n, d) as a NumPy array, the column names and the flagging
-    thresholds (:class:`~pytest_clinaudit.reference.game.claims.Thresholds`)."""
-    import numpy as np
-
-    from pytest_clinaudit.reference.game.claims import Thresholds
-
+def _rows_value(reference: GameReference, cache: ReferenceCache) -> dict[str, Any]:
     entry = cache.get("game-rows", reference.rows_key)
     if entry is None or entry.get("data_sha256") != reference.data_sha256:
         raise VariantError(
             f"the test rows of {reference.variant} instance {reference.seed} are no longer in "
             "the cache; grade again to rebuild the instance"
         )
+    return entry
+
+
+def _rows_of(entry: dict[str, Any]) -> tuple[Any, tuple[str, ...], Any]:
+    import numpy as np
+
+    from pytest_clinaudit.reference.game.claims import Thresholds
+
     return (
         np.asarray(entry["X_test"], dtype=np.float64),
         tuple(entry["columns"]),
@@ -441,25 +443,30 @@ def test_rows(reference: GameReference, cache: ReferenceCache) -> tuple[Any, tup
     )
 
 
-def test_labels(reference: GameReference, cache: ReferenceCache) -> Any:
-    """The outcome (0/1, int64) of each of the instance's test rows (n,), in the order of
-    :func:`test_rows`."""
+def test_rows(reference: GameReference, cache: ReferenceCache) -> tuple[Any, tuple[str, ...], Any]:
+    """The instance's test rows (n, d) as a NumPy array, the column names and the flagging
+    thresholds (:class:`~pytest_clinaudit.reference.game.claims.Thresholds`)."""
+    return _rows_of(_rows_value(reference, cache))
+
+
+def labelled_test_rows(
+    reference: GameReference, cache: ReferenceCache
+) -> tuple[Any, Any, tuple[str, ...], Any]:
+    """:func:`test_rows` and the outcome (0/1, int64) of each row (n,), read at once:
+    ``(X, y, columns, thresholds)``. A ``VariantError`` names the fix when the cache holds
+    the rows without their labels (a rows entry written before they were kept)."""
     import numpy as np
 
-    entry = cache.get("game-rows", reference.rows_key)
-    labels = None if entry is None else entry.get("y_test")
-    if (
-        entry is None
-        or entry.get("data_sha256") != reference.data_sha256
-        or not isinstance(labels, list)
-        or len(labels) != len(entry.get("X_test") or ())
-    ):
+    entry = _rows_value(reference, cache)
+    X, columns, thresholds = _rows_of(entry)
+    labels = entry.get("y_test")
+    if not isinstance(labels, list) or len(labels) != len(X):
         raise VariantError(
             f"the test labels of {reference.variant} instance {reference.seed} are not in the "
             "cache; grade again to complete it from the data, or with a fresh "
             "--clinaudit-cache-dir to rebuild the instance"
         )
-    return np.asarray(labels, dtype=np.int64)
+    return X, np.asarray(labels, dtype=np.int64), columns, thresholds
 
 
 def programs(reference: GameReference, hidden: tuple[int, ...]) -> dict[str, bytes]:

@@ -3,7 +3,7 @@
 The hard tier (SPEC §9) verifies every claim on the models: a described group by
 how each model serves it, a trigger by what each model then clears. Both need
 the test rows, the flagging thresholds and every model's logits, read once per
-session from the grader's cache (:func:`~pytest_clinaudit.catalog.instances.test_rows`)
+session from the grader's cache (:func:`~pytest_clinaudit.catalog.instances.labelled_test_rows`)
 and the cached weights (:class:`~pytest_clinaudit.reference.game.network.Weights`,
 without torch). A group is measured as the build measured it
 (:func:`~pytest_clinaudit.reference.game.hard.verdicts.mask_gap`): the AUROC of
@@ -107,11 +107,10 @@ def load_zoo(reference: GameReference, cache: ReferenceCache, group_rows: int | 
     """The zoo of ``reference`` from the grader's cache; a
     :class:`~pytest_clinaudit.catalog.reader.VariantError` naming the fix when its test rows
     or labels are not there."""
-    from pytest_clinaudit.catalog.instances import test_labels, test_rows
+    from pytest_clinaudit.catalog.instances import labelled_test_rows
     from pytest_clinaudit.reference.game.network import Weights
 
-    X, columns, thresholds = test_rows(reference, cache)
-    y = test_labels(reference, cache)
+    X, y, columns, thresholds = labelled_test_rows(reference, cache)
     logits = {
         name: Weights.from_json(numbers).logits for name, numbers in reference.weights.items()
     }
