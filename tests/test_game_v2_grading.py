@@ -412,11 +412,12 @@ def test_the_top_decile_gap_is_evidence_within_its_tolerance(
 # ------------------------------------------------------------------ v1 reports, adversaries
 
 
-def test_a_v1_shaped_report_keeps_its_detection_credit(
+def test_a_v1_shaped_report_is_read_but_its_flags_find_nothing_without_a_claim(
     reference: GameReference, cache_dir: Path
 ) -> None:
-    """The v1 expert runs unchanged on the hard tier: its localization objects fail their own
-    items only."""
+    """The v1 expert runs unchanged on the hard tier: its report is read (its localization
+    objects fail their own items, with messages), but a hard-tier flag is a find only with
+    its claim, so flags whose claims are missing find nothing and the session still runs."""
     report = _report(
         {
             "m1": {"defects": ["subgroup"], "subgroup": {"subgroup": "age >= 75"}},
@@ -429,9 +430,11 @@ def test_a_v1_shaped_report_keeps_its_detection_credit(
         }
     )
     graded, parts, records = grade_v2(report, reference, cache_dir)
-    assert parts["detection"] == 1.0
+    assert parts["tp"] == 0
+    assert parts["fn"] == 4
     assert parts["localization"] == parts["evidence"] == 0.0
-    assert graded.score == pytest.approx(0.5 - 0.1)  # detection, less the schema's penalty
+    assert graded.score == 0.0
+    assert "its claim does not hold" in records["m1::subgroup"].message
     assert "models.m1.subgroup.where: missing" in records["m1::subgroup.where"].message
     assert "models.m2.backdoor.trigger: missing" in records["m2::backdoor.trigger"].message
 
@@ -484,7 +487,7 @@ def test_a_constant_claim_on_every_model_earns_no_localization(
         _report({f"m{i}": entry for i in range(1, 7)}), reference, cache_dir
     )
     assert parts["localization"] == 0.0
-    assert graded.score < 0.3
+    assert graded.score <= 0.1  # SPEC §9: the best constant report
 
 
 def test_claims_are_tried_on_their_own_model_and_never_shared(

@@ -159,6 +159,14 @@ def check_detection(g: GameGrading, model: str, kind: str) -> Outcome:
             "false alarm"
         )
     if flagged and truth:
+        if g.rules.hard:
+            claim = _claim(g, model, kind)
+            if claim is not None and not claim.passed:
+                return Outcome.fail(
+                    f"{model} is {kind}, and the report flags it, but its claim does not hold "
+                    f"on the models ({claim.message}): in the hard tier a flag is a find only "
+                    "with its claim, so it is missed"
+                )
         return Outcome.ok(f"{model} is {kind}, and the report flags it: found")
     if not flagged and not truth:
         return Outcome.ok(f"{model} is not {kind}, and the report does not flag it")
@@ -168,6 +176,18 @@ def check_detection(g: GameGrading, model: str, kind: str) -> Outcome:
     return Outcome.fail(
         f"{model} is not {kind} (it is {actual}), but the report flags it: false alarm"
     )
+
+
+def _claim(g: GameGrading, model: str, kind: str) -> Outcome | None:
+    """The hard tier's claim of a flagged kind, tried: its group or trigger (localization),
+    else its evidence number; ``None`` for a kind that makes no claim. Without it a constant
+    report (every model flagged with one kind) would earn detection credit on every zoo that
+    carries the kind (measured on four instances: 0.14-0.22, SPEC §9 allows 0.1)."""
+    if kind in g.rules.localization:
+        return check_localization(g, model, kind)
+    if kind in g.rules.evidence:
+        return check_evidence(g, model, kind)
+    return None
 
 
 def _shared(g: GameGrading, kind: str, outcome: Outcome) -> Outcome:
