@@ -194,3 +194,19 @@ def test_each_planted_defect_shows_on_the_workspaces_programs(hard_instance: Pat
         else:
             assert truth["kind"] is None
             assert tops[name] - statistics.median(tops.values()) <= game.hard.tail_out
+
+
+def test_a_zoo_holds_at_most_two_tails_and_other_draws_are_left_as_they_were() -> None:
+    from pytest_clinaudit.reference.game.hard.draw import MAX_TAILS, draw_kinds
+
+    kinds = ("miscalibrated", "subgroup", "backdoor")
+    seen_three = False
+    for seed in range(400):
+        plain = np.random.default_rng(seed).integers(3, size=5)
+        drawn = draw_kinds(np.random.default_rng(seed), kinds, 5)
+        assert drawn.count("miscalibrated") <= MAX_TAILS
+        if list(plain).count(0) <= MAX_TAILS:  # no redraw: the plain draw itself
+            assert drawn == [kinds[int(i)] for i in plain]
+        else:
+            seen_three = True
+    assert seen_three  # the rule was exercised

@@ -153,10 +153,11 @@ def draw_plan(
     plantable = settings.kinds  # the catalogue, unless the cohort cannot carry a kind
     defective = settings.models - clean
     if settings.hard is not None:
-        picks = rng.integers(len(plantable), size=defective)
+        from .hard.draw import draw_kinds
+
+        chosen = draw_kinds(rng, plantable, defective)
     else:
-        picks = rng.choice(len(plantable), defective, replace=False)
-    chosen = [plantable[int(i)] for i in picks]
+        chosen = [plantable[int(i)] for i in rng.choice(len(plantable), defective, replace=False)]
     kinds: list[str | None] = [*chosen, *([None] * clean)]
     order = rng.permutation(settings.models)
     names = settings.model_names()

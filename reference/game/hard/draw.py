@@ -32,6 +32,22 @@ ALARMING_FROM = 0.25
 data's percentile: clearly alarming, never on the edge."""
 
 
+MAX_TAILS = 2
+"""At most this many ``miscalibrated`` models per zoo: a tail is measured against the zoo's
+median top-decile gap, and with three of six models over-confident the median is one of
+them (measured: every attempt of such a zoo was ambiguous)."""
+
+
+def draw_kinds(rng: np.random.Generator, plantable: Sequence[str], count: int) -> list[str]:
+    """``count`` kinds drawn uniformly with repetition from ``plantable``, drawn again while
+    more than :data:`MAX_TAILS` are ``miscalibrated`` (a zoo that keeps to it is drawn as if
+    there were no such rule)."""
+    while True:
+        kinds = [plantable[int(i)] for i in rng.integers(len(plantable), size=count)]
+        if kinds.count("miscalibrated") <= MAX_TAILS:
+            return kinds
+
+
 def _chart(value: float) -> float:
     """``value`` as a chart shows it: three significant digits (125, 97.7, 8.45)."""
     return float(f"{value:.3g}")
