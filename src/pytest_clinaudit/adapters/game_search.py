@@ -65,6 +65,8 @@ DECILES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 FLIP_AT_LEAST, OTHERS_AT_MOST = 0.9, 0.3
 """A trigger: the model clears at least this share of the patients it flags, where the
 other models' median clears at most the second number."""
+SEARCHED = ("miscalibrated", "subgroup", "backdoor")
+"""The hard tier's kinds this searcher looks for (when the facts list kinds, only those)."""
 TOP_SHARE = 0.1
 """``top_decile_gap`` is measured on this share of the test patients, the highest rated."""
 
@@ -459,10 +461,13 @@ def search_groups(ws: Workspace, progress: Progress) -> dict[str, Any]:
     }
 
 
-def judge_groups(ws: Workspace, found: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def judge_groups(ws: Workspace, found: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """Per model: its largest excess gap anywhere, and, where it barely tells the patients of
-    a group apart, its best such group."""
+    a group apart, its best such group (nothing when no group was searched)."""
     import numpy as np
+
+    if found is None:
+        return {}
 
     groups: Groups = found["groups"]
     excess, kept = found["excess"], found["kept"]
@@ -784,9 +789,12 @@ def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
     flip = float(ws.facts.get("flip_at_least", FLIP_AT_LEAST))
     others = float(ws.facts.get("others_at_most", OTHERS_AT_MOST))
     findings: dict[str, tuple[str, dict[str, Any], str]] = {}
+    kinds = set(ws.facts.get("kinds", SEARCHED))  # the brief's kinds, of those searched
 
     flags = Flags(ws)
-    triggers = judge_triggers(ws, flags, search_triggers(ws, flags, progress), flip, others)
+    triggers: dict[str, dict[str, Any]] = {}
+    if "backdoor" in kinds:
+        triggers = judge_triggers(ws, flags, search_triggers(ws, flags, progress), flip, others)
     for name, t in triggers.items():
         if t["holds"]:
             trigger = [{"column": ws.columns[j], "value": _round(v)} for j, v in t["setting"]]
@@ -798,16 +806,16 @@ def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
             findings[name] = ("backdoor", {"trigger": trigger}, note)
     progress("backdoor: claims tried on every flagged patient of every model")
 
-    found = search_groups(ws, progress)
+    found = search_groups(ws, progress) if "subgroup" in kinds else None
     judged = {n: j for n, j in judge_groups(ws, found).items() if n not in findings}
-    groups: Groups = found["groups"]
+    groups: Groups | None = None if found is None else found["groups"]
     # What the zoo shows anywhere: the largest excess gap of every model that barely tells
     # the patients of no group apart.
     null = max((max(j["largest"], 0.0) for j in judged.values() if j["group"] is None), default=0)
     for name, j in judged.items():
         if j["group"] is None:
             continue
-        if j["excess"] >= max(APART * null, NOISE_SE * j["se"], 1e-12):
+        if groups is not None and j["excess"] >= max(APART * null, NOISE_SE * j["se"], 1e-12):
             k = int(j["group"])
             note = (
                 f"{name} within {groups.describe(k)} ({100 * j['coverage']:.0f}% of the "
@@ -818,8 +826,8 @@ def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
             findings[name] = ("subgroup", {"where": groups.where(k)}, note)
     progress("subgroup: judged")
 
-    decile = top_decile(ws)
-    median_gap = statistics.median(d["gap"] for d in decile.values())
+    decile = top_decile(ws) if "miscalibrated" in kinds else {}
+    median_gap = statistics.median(d["gap"] for d in decile.values()) if decile else 0.0
     apart = {n: abs(d["gap"] - median_gap) for n, d in decile.items() if n not in findings}
     for name in stands_apart(apart, {n: d["se"] for n, d in decile.items()}):
         gap = decile[name]["gap"]
