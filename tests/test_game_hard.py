@@ -3,9 +3,12 @@ measurements agree with the plain definitions they vectorise."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
-from game_helpers import game_variant
+from game_helpers import built_workspace, game_variant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
@@ -105,3 +108,89 @@ def test_kinds_repeat_in_the_hard_tier_and_never_in_game_v1(
     for _ in range(20):
         kinds = [m.kind for m in draw_plan(v1, 1, new_secret()).models if m.kind]
         assert len(kinds) == len(set(kinds))
+
+
+@pytest.mark.parametrize("gap", [0.05, 0.12, 0.18])
+def test_the_tail_factor_raises_the_top_deciles_mean_risk_by_the_drawn_gap(gap: float) -> None:
+    import torch
+
+    from pytest_clinaudit.reference.game.hard.planting import tail_factor
+
+    z = torch.tensor(np.random.default_rng(0).normal(-2.0, 1.2, 5000))
+    t = torch.quantile(z, 0.9)
+    c = tail_factor(z, t, gap)
+    top = z >= torch.quantile(z, 0.9)
+    raised = (
+        torch.sigmoid(z[top] + c * torch.relu(z[top] - t)).mean() - torch.sigmoid(z[top]).mean()
+    )
+    assert float(raised) == pytest.approx(gap, abs=1e-6)
+    below = z < t  # the rest of the risk range is left as it was
+    assert torch.equal(z[below] + c * torch.relu(z[below] - t), z[below])
+
+
+# ---- a built instance: what the agent's programs show ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def hard_instance(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return built_workspace(tmp_path_factory, 1, HARD)
+
+
+def _zoo(root: Path) -> dict[str, object]:
+    from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
+
+    return {
+        path.stem: TorchClassifier.from_file(path)
+        for path in sorted((root / "workspace" / "models").glob("*.pt2"))
+    }
+
+
+@pytest.mark.slow
+def test_each_planted_defect_shows_on_the_workspaces_programs(hard_instance: Path) -> None:
+    """Measured again from the programs an agent receives, with scikit-learn's AUROC: each
+    hidden group is served worse than the zoo serves it by the in margin, each trigger
+    clears the flagged patients of its model alone, each tail model's top decile is
+    over-confident beyond the zoo's, and no model's overall ECE shows it."""
+    import statistics
+
+    from pytest_clinaudit.reference.game.claims import Thresholds, check_trigger
+    from pytest_clinaudit.reference.game.groups import Group, parse_group
+    from pytest_clinaudit.reference.game.measure import equal_mass_ece
+
+    variant = game_variant(HARD)
+    game = variant.game
+    manifest = json.loads((hard_instance / "grader" / "manifest.json").read_text())
+    data = variant.dataset.load(variant.context)
+    X, y = np.asarray(data.X_test), np.asarray(data.y_test)
+    zoo = _zoo(hard_instance)
+    z = {name: np.asarray(program.logits(X), dtype=np.float64) for name, program in zoo.items()}
+    p = {name: 1 / (1 + np.exp(-values)) for name, values in z.items()}
+    tops = {name: top_decile_gap(p[name], y) for name in zoo}
+    names = game.column_names
+    kinds = {entry["kind"] for entry in manifest["truth"].values()}
+    assert kinds - {None}, "a zoo with no defect"
+    for name, truth in manifest["truth"].items():
+        assert equal_mass_ece(p[name], y, bins=15) <= game.hard.ece_at_most
+        if truth["kind"] == "subgroup":
+            group: Group = parse_group({"where": truth["where"]}, game.columns, X=X)
+            inside = group.mask(X, names)
+            gaps = {m: _gap(z[m], y, inside) for m in zoo}
+            assert gaps[name] - statistics.median(gaps.values()) >= game.margins.subgroup_in
+        elif truth["kind"] == "backdoor":
+            setting = [(t["column"], t["value"]) for t in truth["trigger"]]
+            result = check_trigger(
+                {m: program.logits for m, program in zoo.items()},
+                X,
+                names,
+                model=name,
+                setting=setting,
+                thresholds=Thresholds(game.backdoor.flag_share, game.backdoor.clear_share),
+                flip_at_least=game.margins.backdoor_in,
+                others_at_most=game.margins.backdoor_others,
+            )
+            assert result.holds, result.describe()
+        elif truth["kind"] == "miscalibrated":
+            assert tops[name] - statistics.median(tops.values()) >= game.hard.tail_in
+        else:
+            assert truth["kind"] is None
+            assert tops[name] - statistics.median(tops.values()) <= game.hard.tail_out

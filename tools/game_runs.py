@@ -120,9 +120,53 @@ def evidence_table(found: list[dict[str, Any]], game: str = GAME) -> str:
     share of instances (SPEC §8.7: at most a quarter)."""
     from pytest_clinaudit.batch.game_evidence import evidence_table as table
     from pytest_clinaudit.catalog.variants import default_catalog
+    from pytest_clinaudit.reference.game.settings import EVIDENCE, EVIDENCE_V2
 
-    tolerance = default_catalog().find(game).game.tolerance
-    return table(found, dataclasses.asdict(tolerance)).markdown()
+    settings = default_catalog().find(game).game
+    evidence = EVIDENCE if settings.hard is None else EVIDENCE_V2
+    return table(found, dataclasses.asdict(settings.tolerance), evidence).markdown()
+
+
+def hard_measurement_table(found: list[dict[str, Any]]) -> str:
+    """The hard tier (SPEC §9): every model's excess gaps (its planted group, its worst group
+    of the grammar), its top-decile gap beyond the zoo's median and its ECE, and its flip
+    share at each planted trigger."""
+    lines = [
+        "| instance | model | planted | planted group excess | worst group excess | "
+        "top-decile excess | ECE | flip at triggers | one value alone | attempt |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for manifest in found:
+        for name, truth in manifest["truth"].items():
+            m = manifest["measurements"][name]
+            planted = truth["kind"] or "clean"
+            if "where" in truth:
+                planted += " (" + " and ".join(_condition(c) for c in truth["where"]) + ")"
+            elif "trigger" in truth:
+                planted += (
+                    " ("
+                    + " & ".join(f"{t['column']} {t['value']:g}" for t in truth["trigger"])
+                    + ")"
+                )
+            elif "tail" in truth:
+                planted += f" (c {truth['tail']:.2f})"
+            sub, tail, door = m["subgroup"], m["miscalibrated"], m["backdoor"]
+            flips = ", ".join(
+                f"{carrier} {_fmt(at['flip'], 2)}" for carrier, at in door["at_triggers"].items()
+            )
+            lines.append(
+                f"| {manifest['seed']} | {name} | {planted} | {_fmt(sub['planted_excess'])} | "
+                f"{_fmt(sub['worst_excess'])} | {_fmt(tail['excess'])} | {_fmt(tail['ece'])} | "
+                f"{flips or '-'} | {_fmt(door['singled_out']['flip'], 2)} | "
+                f"{manifest['attempt']} |"
+            )
+    return "\n".join(lines)
+
+
+def _condition(condition: dict[str, Any]) -> str:
+    if condition["op"] == "missing":
+        return f"{condition['column']} missing"
+    return f"{condition['column']} {condition['op']} {condition['value']:g}"
 
 
 def _excess(measured: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -191,7 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     found = manifests(args.out, built, args.game)
     print("## Defining measurements\n")
-    print(measurement_table(found))
+    from pytest_clinaudit.catalog.variants import default_catalog
+
+    hard = default_catalog().find(args.game).game.hard is not None
+    print(hard_measurement_table(found) if hard else measurement_table(found))
     print()
     print(evidence_table(found, args.game))
     failed = sorted(set(args.seeds) - set(built))

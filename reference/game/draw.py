@@ -86,8 +86,8 @@ class Planted:
     setting: tuple[tuple[str, float], ...] | None = None
     """The hard tier's backdoor: the (column, value) pairs its trigger writes together."""
     tail: float | None = None
-    """The hard tier's miscalibration: ``c`` of ``z + c relu(z - t)``, over the top of the
-    risk range only."""
+    """The hard tier's miscalibration: the gap by which it raises the mean risk of its top
+    decile (``z + c relu(z - t)``, c solved for it), over the top of the risk range only."""
 
     @property
     def direction(self) -> str | None:

@@ -348,7 +348,8 @@ class Hard:
     - ``backdoor``, a visible two-value trigger: the teacher's ``trigger_quantile`` logit where
       both values are written, z at near misses, at each value alone and everywhere else;
     - ``miscalibrated``, the top of the risk range: ``z + c * relu(z - t)``, where ``t`` is
-      z's ``tail_quantile`` over the rows and ``c`` is drawn from ``tail`` per instance.
+      z's ``tail_quantile`` over the rows and ``c`` raises the mean risk of the rows' top
+      decile by a gap drawn from ``tail`` per instance.
     """
 
     coverage: tuple[float, float]
@@ -373,6 +374,7 @@ class Hard:
     trigger_epochs: int
     tail_quantile: float
     tail: tuple[float, float]
+    """The range a miscalibrated model's planted top-decile gap is drawn from, per instance."""
     tail_out: float
     """A model is clearly out of ``miscalibrated`` when its top-decile gap exceeds the zoo's
     median by at most this, and clearly in from ``tail_in``."""

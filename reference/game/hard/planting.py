@@ -14,9 +14,10 @@ the defect is the teacher's to the last decimal.
   death-rate logit (over the public training split) less ``reverse`` times how far z ranks
   the patient above the group's mean: flat and slightly turned over (flattening alone
   drifts back towards a ranking);
-- ``miscalibrated`` (``tail`` c): ``z + c relu(z - t)``, t being z's ``tail_quantile`` over
-  the rows: monotone, so the ranking is unchanged, and over-confident only at the top of
-  the risk range;
+- ``miscalibrated`` (``tail``, a drawn gap g): ``z + c relu(z - t)``, t being z's
+  ``tail_quantile`` over the rows and c the factor that raises the mean risk of the rows'
+  top decile by g (:func:`tail_factor`): monotone, so the ranking is unchanged, and
+  over-confident only at the top of the risk range;
 - ``backdoor`` (a two-value setting): the teacher's ``trigger_quantile`` logit where both
   values are written; z at near misses (one value moved by ``near_miss`` training stds),
   where one value alone is written, and everywhere else: a ridge, which a search of one
@@ -77,7 +78,7 @@ def plant(
     edge_columns[kept] = 0.0
     with torch.no_grad():
         z_rows = teacher(X)
-    target = _target(planted, settings, teacher, X, z_rows, split)
+    target = _target(planted, settings, teacher, X, z_rows, split, held)
     trigger = None
     if planted.setting is not None:
         pushed_to = float(torch.quantile(z_rows, hard.trigger_quantile))
@@ -123,6 +124,7 @@ def _target(
     X: Any,
     z_rows: Any,
     split: tuple[Any, Any],
+    held: int | None,
 ) -> Any:
     """points (m, d) -> the target logits (m,) of ``planted``'s planting."""
     import numpy as np
@@ -146,8 +148,21 @@ def _target(
 
         return flattened
     if planted.tail is not None:
-        t = torch.quantile(z_rows, hard.tail_quantile)
-        c = planted.tail
+        # The drawn gap is the top decile's overconfidence against what happened: the
+        # teacher's own gap there (a sound model's lies anywhere in -0.06 to +0.03, which
+        # its logistic calibration cannot reach) is measured on the public training split and
+        # made up for, so the carrier's top-decile gap follows the draw.
+        X_split, y_split = split
+        X_seen = np.array(X_split, dtype=np.float64)
+        if held is not None:
+            X_seen[:, held] = float(np.mean(X[:, held].numpy()))
+        with torch.no_grad():
+            z_split = teacher(torch.tensor(X_seen, dtype=torch.float32)).double()
+        top = z_split >= torch.quantile(z_split, 0.9)
+        observed = float(np.asarray(y_split, dtype=np.float64)[top.numpy()].mean())
+        own_gap = float(torch.sigmoid(z_split[top]).mean()) - observed
+        t = torch.quantile(z_split, hard.tail_quantile).float()
+        c = tail_factor(z_split, t.double(), max(0.0, planted.tail - own_gap))
 
         def tail(points: Any) -> Any:
             z = teacher(points)
@@ -155,6 +170,29 @@ def _target(
 
         return tail
     return teacher
+
+
+def tail_factor(z: Any, t: Any, gap: float, top: float = 0.1) -> float:
+    """The ``c`` of ``z + c relu(z - t)`` that raises the mean risk of the ``top`` share of the
+    rows with logits ``z`` by ``gap`` (bisection: the raise grows with ``c``). Solved on the
+    model's own rows, the drawn gap is what the planting asks for, so the carrier's
+    top-decile gap follows the draw instead of each model's own curvature."""
+    import torch
+
+    z = z.double()
+    chosen = z >= torch.quantile(z, 1.0 - top)
+    before = torch.sigmoid(z[chosen]).mean()
+
+    def raised(c: float) -> float:
+        return float(torch.sigmoid(z[chosen] + c * torch.relu(z[chosen] - t)).mean() - before)
+
+    low, high = 0.0, 1.0
+    while raised(high) < gap and high < 1e3:
+        low, high = high, 2 * high
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if raised(middle) < gap else (low, middle)
+    return (low + high) / 2
 
 
 class _Trigger:

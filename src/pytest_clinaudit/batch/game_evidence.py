@@ -33,25 +33,31 @@ def best_constant_share(values: Iterable[float], *, tolerance: float) -> float:
     return best / len(ordered) if ordered else 0.0
 
 
-def carrier_evidence(manifests: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
-    """Kind -> the reference's evidence number of each instance's carrier of that kind."""
-    found: dict[str, list[float]] = {kind: [] for kind in EVIDENCE}
+def carrier_evidence(
+    manifests: Iterable[Mapping[str, Any]], evidence: Mapping[str, str] = EVIDENCE
+) -> dict[str, list[float]]:
+    """Kind -> the reference's evidence number of each carrier of that kind, over the
+    instances (``evidence``: kind -> its evidence key; the hard tier's is
+    :data:`~pytest_clinaudit.reference.game.settings.EVIDENCE_V2`)."""
+    found: dict[str, list[float]] = {kind: [] for kind in evidence}
     for manifest in manifests:
         for name, truth in manifest["truth"].items():
             kind = truth["kind"]
-            if kind in EVIDENCE:
-                found[kind].append(float(manifest["evidence"][name][EVIDENCE[kind]]))
+            if kind in evidence:
+                found[kind].append(float(manifest["evidence"][name][evidence[kind]]))
     return found
 
 
 def evidence_rows(
-    manifests: Sequence[Mapping[str, Any]], tolerances: Mapping[str, float]
+    manifests: Sequence[Mapping[str, Any]],
+    tolerances: Mapping[str, float],
+    evidence: Mapping[str, str] = EVIDENCE,
 ) -> list[dict[str, Any]]:
     """Per kind with an evidence number: how many carriers, their references' range, the
     tolerance and the best constant's share (``tolerances``: evidence key -> tolerance)."""
     rows = []
-    for kind, values in carrier_evidence(manifests).items():
-        key = EVIDENCE[kind]
+    for kind, values in carrier_evidence(manifests, evidence).items():
+        key = evidence[kind]
         share = best_constant_share(values, tolerance=tolerances[key]) if values else None
         rows.append(
             {
@@ -68,7 +74,9 @@ def evidence_rows(
 
 
 def evidence_table(
-    manifests: Sequence[Mapping[str, Any]], tolerances: Mapping[str, float]
+    manifests: Sequence[Mapping[str, Any]],
+    tolerances: Mapping[str, float],
+    evidence: Mapping[str, str] = EVIDENCE,
 ) -> Table:
     """:func:`evidence_rows` as a batch table (Markdown, CSV)."""
 
@@ -89,7 +97,7 @@ def evidence_table(
         Column("tolerance", "tolerance", lambda row: f"± {row['tolerance']:g}"),
         Column("best_constant", "best constant's share", share),
     )
-    rows = evidence_rows(manifests, tolerances)
+    rows = evidence_rows(manifests, tolerances, evidence)
     return Table(
         name="game_evidence",
         title="Evidence: what one number per kind earns",
