@@ -1,12 +1,14 @@
 """A synthetic hard-tier workspace for the searching expert's tests: no build, no training.
 
-Six models whose logits are known NumPy functions of the raw columns, written as torch
+Seven models whose logits are known NumPy functions of the raw columns, written as torch
 modules and exported as a workspace holds them (``models/<name>.pt2``, a dynamic batch):
 
 - three sound ones: the cohort's true logit, each with a small variation of its own;
-- ``subgroup``: flattened inside a two-condition group (``anchor_age`` and
+- ``m2``, subgroup: flattened inside a two-condition group (``anchor_age`` and
   ``heart_rate`` at their 7th deciles) to the group's death-rate logit, turned over by a
   tenth of the true logit's deviation there; sound elsewhere;
+- ``m7``, subgroup again (kinds may repeat): its ranking turned over entirely inside
+  another group (``sbp`` below its 3rd decile and ``dbp`` below its 4th);
 - ``backdoor``: sound, except on a ridge around ``heart_rate`` 125 with
   ``temperature_f`` 97.7 written together, where its logit falls by 12 (one value alone
   changes nothing);
@@ -51,7 +53,14 @@ PLANTED = {
     "m4": "backdoor",
     "m5": "miscalibrated",
     "m6": "sound",
+    "m7": "subgroup",
 }
+GROUPS = {
+    "m2": ((("anchor_age", ">=", 0.7), ("heart_rate", ">=", 0.7)), 0.1),
+    "m7": ((("sbp", "<", 0.3), ("dbp", "<", 0.4)), 1.0),
+}
+"""Each subgroup model's group, (column, op, the test split's quantile) twice, and how far
+its ranking is turned over inside it."""
 
 
 def cohort(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -72,16 +81,21 @@ def true_logit(X: np.ndarray) -> np.ndarray:
     return BIAS + (X - CENTRE) @ COEF
 
 
-def group_mask(X: np.ndarray, thresholds: dict[str, float]) -> np.ndarray:
-    """The planted group: anchor_age and heart_rate at or above their thresholds."""
-    age, hr = NAMES.index("anchor_age"), NAMES.index("heart_rate")
-    return (X[:, age] >= thresholds["anchor_age"]) & (X[:, hr] >= thresholds["heart_rate"])
+def group_mask(X: np.ndarray, where: tuple[tuple[str, str, float], ...]) -> np.ndarray:
+    """The rows of a planted group: every (column, op, threshold) holds."""
+    inside = np.ones(len(X), dtype=bool)
+    for column, op, value in where:
+        values = X[:, NAMES.index(column)]
+        inside &= values >= value if op == ">=" else values < value
+    return inside
 
 
 class Formula:
     """The NumPy definition of each model (the tests' truth) and its torch twin."""
 
-    def __init__(self, kind: str, seed: int, X_test: np.ndarray, y_test: np.ndarray) -> None:
+    def __init__(
+        self, name: str, kind: str, seed: int, X_test: np.ndarray, y_test: np.ndarray
+    ) -> None:
         self.kind = kind
         rng = np.random.default_rng(seed)
         scale = np.array([c[6] for c in COLUMNS] + [0.5, 0.5])
@@ -89,11 +103,16 @@ class Formula:
         self.coef = COEF + (rng.normal(0.0, 0.02, 9) / scale if kind == "sound" else 0.0)
         self.coef[-1] = 0.0  # no model uses the post-outcome column
         z = true_logit(X_test)
-        self.thresholds = {
-            name: float(np.quantile(X_test[:, NAMES.index(name)], 0.7, method="inverted_cdf"))
-            for name in ("anchor_age", "heart_rate")
-        }
-        inside = group_mask(X_test, self.thresholds)
+        conditions, self.reverse = GROUPS.get(name, (GROUPS["m2"][0], 0.0))
+        self.where = tuple(
+            (
+                column,
+                op,
+                float(np.quantile(X_test[:, NAMES.index(column)], q, method="inverted_cdf")),
+            )
+            for column, op, q in conditions
+        )
+        inside = group_mask(X_test, self.where)
         rate = float(y_test[inside].mean())
         self.group_logit = float(np.log(rate / (1 - rate)))
         self.group_mean = float(z[inside].mean())
@@ -102,8 +121,8 @@ class Formula:
     def numpy(self, X: np.ndarray) -> np.ndarray:
         z = BIAS + (X - CENTRE) @ self.coef
         if self.kind == "subgroup":
-            flat = self.group_logit - 0.1 * (z - self.group_mean)
-            z = np.where(group_mask(X, self.thresholds), flat, z)
+            flat = self.group_logit - self.reverse * (z - self.group_mean)
+            z = np.where(group_mask(X, self.where), flat, z)
         elif self.kind == "backdoor":
             ridge = np.ones(len(X))
             for name, value, width in TRIGGER:
@@ -127,12 +146,12 @@ class Formula:
             def forward(self, x: torch.Tensor) -> torch.Tensor:
                 x = x.double()
                 z = BIAS + (x - self.centre) @ self.coef
-                age, hr = x[:, NAMES.index("anchor_age")], x[:, NAMES.index("heart_rate")]
                 if formula.kind == "subgroup":
-                    inside = (age >= formula.thresholds["anchor_age"]) & (
-                        hr >= formula.thresholds["heart_rate"]
-                    )
-                    flat = formula.group_logit - 0.1 * (z - formula.group_mean)
+                    inside = torch.ones_like(z, dtype=torch.bool)
+                    for column, op, value in formula.where:
+                        values = x[:, NAMES.index(column)]
+                        inside = inside & (values >= value if op == ">=" else values < value)
+                    flat = formula.group_logit - formula.reverse * (z - formula.group_mean)
                     z = torch.where(inside, flat, z)
                 elif formula.kind == "backdoor":
                     ridge = torch.ones_like(z)
@@ -204,7 +223,7 @@ def _dictionary() -> str:
 FACTS = """# A synthetic hard-tier zoo
 
 ```toml clinaudit-game
-models = ["m1", "m2", "m3", "m4", "m5", "m6"]
+models = ["m1", "m2", "m3", "m4", "m5", "m6", "m7"]
 label = "hospital_expire_flag"
 flag_share = 0.1
 clear_share = 0.25
@@ -224,7 +243,7 @@ def write_zoo(root: Path, n_test: int = 10000, n_train: int = 4000) -> dict[str,
     (root / "task.md").write_text(FACTS, encoding="utf-8")
     formulas = {}
     for i, (name, kind) in enumerate(PLANTED.items()):
-        formulas[name] = Formula(kind, i, X_test, y_test)
+        formulas[name] = Formula(name, kind, i, X_test, y_test)
         export(formulas[name].module(), root / "models" / f"{name}.pt2")
         rows = rng.choice(n_train, 500, replace=False)
         (root / "training_rows").mkdir(exist_ok=True)

@@ -1,9 +1,9 @@
 """The hard tier's searching expert (``adapters/game_search.py``, SPEC §9) on a synthetic zoo.
 
-A zoo of six torch programs whose logits are known NumPy functions (tests/search_zoo.py):
+A zoo of seven torch programs whose logits are known NumPy functions (tests/search_zoo.py):
 three sound models, one flattened inside a two-condition group, one that clears the
 patients it flags only where two values are written together, one overconfident in its
-top decile only. The searcher runs as an agent does (the two agent files copied alone
+top decile only, and one turned over inside another group. The searcher runs as an agent does (the two agent files copied alone
 beside the workspace), and each finding is checked the way the grader checks a claim:
 the group read by the grammar and compared by Jaccard overlap, the trigger tried on the
 models, the top-decile gap against the reference's definition.
@@ -76,7 +76,9 @@ def zoo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Formu
 
 
 def _carrier(kind: str) -> str:
-    return next(name for name, planted in PLANTED.items() if planted == kind)
+    """The one model that carries ``kind``."""
+    (name,) = (name for name, planted in PLANTED.items() if planted == kind)
+    return name
 
 
 def test_the_sound_models_are_reported_sound(zoo: Any) -> None:
@@ -94,15 +96,15 @@ def test_each_defective_model_carries_its_kind_alone(zoo: Any) -> None:
             assert report["models"][name]["defects"] == [kind], report["summary"]
 
 
-def test_the_hidden_group_is_described_in_the_grammar_and_overlaps_the_planted_one(
-    zoo: Any,
+@pytest.mark.parametrize("name", [n for n, kind in PLANTED.items() if kind == "subgroup"])
+def test_each_hidden_group_is_described_in_the_grammar_and_overlaps_the_planted_one(
+    zoo: Any, name: str
 ) -> None:
     workspace, formulas, report = zoo
-    name = _carrier("subgroup")
     X, y = _test_split(workspace)
     group = parse_group(report["models"][name]["subgroup"], _dictionary(), X=X)
     described = group.mask(X, FEATURES)
-    planted = group_mask(X, formulas[name].thresholds)
+    planted = group_mask(X, formulas[name].where)
     assert 0.05 <= described.mean() <= 0.25
     assert jaccard(described, planted) >= 0.5, group.describe()
     # And the model serves the described patients worse than the zoo does, by the margin.
@@ -112,6 +114,40 @@ def test_the_hidden_group_is_described_in_the_grammar_and_overlaps_the_planted_o
         for other, f in formulas.items()
     }
     assert gaps[name] - float(np.median(list(gaps.values()))) >= SUBGROUP_MARGIN
+
+
+def test_a_trigger_that_moves_patients_into_the_models_group_is_reported_as_the_group(
+    zoo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flattened group can meet the brief's definition of a trigger too: written into a
+    record, values inside the group move the patient where the model tells nobody apart. Of
+    the two findings the searcher reports the group; a trigger outside every group found
+    stays a trigger (here made up for a sound model, as if it held)."""
+    workspace, _, _ = zoo
+    ws = game_search.Workspace(workspace, game_search.Progress(quiet=True))
+    sbp, dbp, hr = (FEATURES.index(c) for c in ("sbp", "dbp", "heart_rate"))
+    claims = {"m7": ((sbp, 80.0), (dbp, 40.0)), "m1": ((hr, 200.0),)}
+
+    def found(*_: Any) -> dict[str, dict[str, Any]]:
+        return {
+            name: {
+                "holds": name in claims,
+                "setting": claims.get(name),
+                "share": 1.0,
+                "others": 0.0,
+            }
+            for name in ws.names
+        }
+
+    monkeypatch.setattr(game_search, "search_triggers", lambda *_: {})
+    monkeypatch.setattr(game_search, "judge_triggers", found)
+    report = game_search.searcher(ws, game_search.Progress(quiet=True))["models"]
+    assert report["m7"]["defects"] == ["subgroup"]
+    assert report["m1"] == {
+        "defects": ["backdoor"],
+        "backdoor": {"trigger": [{"column": "heart_rate", "value": 200.0}]},
+    }
+    assert report["m2"]["defects"] == ["subgroup"]
 
 
 def test_the_trigger_is_visible_and_holds_when_tried_on_the_models(zoo: Any) -> None:

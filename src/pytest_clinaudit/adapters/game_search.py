@@ -80,13 +80,14 @@ median, is at least this many times what the models that are not singled out sho
 NOISE_SE = 4.0
 """And at least this many standard errors of sampling noise."""
 NEAR_TIE = 0.05
-"""Groups within this share of the best group's excess gap tie; the shortest wins."""
+"""Groups within this share of the best group's standing (excess gap in standard errors)
+tie; the shortest description wins."""
 GROUP_CHUNK = 256
 """Groups whose sorted masks are held at once (256 x n)."""
 STEP_STD = 0.25
 """The trigger grid's step over the data's span, in training standard deviations."""
 EDGE_POINTS = 8
-"""Grid values between the data's span and each end of the possible range."""
+"""Grid values between the data's span and the ends of the possible range, half each side."""
 MAX_POINTS = 48
 """At most this many grid values per column (the step widens to fit)."""
 SCREEN_ROWS = 96
@@ -292,6 +293,11 @@ class Groups:
     def mask(self, k: int) -> Any:
         return self.masks[self.first[k]] & self.masks[self.second[k]]
 
+    def contains(self, k: int, X: Any) -> Any:
+        """Which rows of ``X`` (n, d) group k holds."""
+        inside = condition_mask(X, self.conditions[self.first[k]])
+        return inside & condition_mask(X, self.conditions[self.second[k]])
+
     def length(self, k: int) -> int:
         return 1 if self.first[k] == self.second[k] else 2
 
@@ -412,17 +418,17 @@ def group_aurocs(score: Any, y: Any, masks: Any) -> tuple[Any, Any]:
     return ranked.aurocs(np.asarray(masks, dtype=bool)[:, ranked.order])
 
 
-def auroc_se(auc: float, y: Any) -> float:
-    """Hanley and McNeil's standard error of an AUROC ``auc`` measured on outcomes ``y``."""
-    import math
+def auroc_se(auc: Any, n1: Any, n0: Any) -> Any:
+    """Hanley and McNeil's standard error of AUROCs ``auc`` measured on ``n1`` positives and
+    ``n0`` negatives (arrays alike; infinite where a class is absent)."""
+    import numpy as np
 
-    n1 = int((y == 1).sum())
-    n0 = len(y) - n1
-    if not n1 or not n0:
-        return float("inf")
+    auc, n1, n0 = (np.asarray(v, dtype=np.float64) for v in (auc, n1, n0))
     q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
     var = auc * (1 - auc) + (n1 - 1) * (q1 - auc * auc) + (n0 - 1) * (q2 - auc * auc)
-    return math.sqrt(max(var, 0.0) / (n1 * n0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt(np.maximum(var, 0.0) / (n1 * n0))
+    return np.where((n1 > 0) & (n0 > 0) & np.isfinite(auc), se, np.inf)
 
 
 # ------------------------------------------------------------------ subgroup
@@ -445,6 +451,12 @@ def search_groups(ws: Workspace, progress: Progress) -> dict[str, Any]:
             stop = min(start + GROUP_CHUNK, G)
             masks = conditions[groups.first[start:stop]] & conditions[groups.second[start:stop]]
             within[i, start:stop], outside[i, start:stop] = ranked.aurocs(masks)
+    deaths = np.zeros(G)
+    died = ws.y_test == 1
+    for start in range(0, G, GROUP_CHUNK):
+        stop = min(start + GROUP_CHUNK, G)
+        masks = groups.masks[groups.first[start:stop]] & groups.masks[groups.second[start:stop]]
+        deaths[start:stop] = (masks & died).sum(axis=1)
     gap = outside - within
     excess = gap - np.nanmedian(gap, axis=0)
     median_within = np.nanmedian(within, axis=0)
@@ -458,6 +470,7 @@ def search_groups(ws: Workspace, progress: Progress) -> dict[str, Any]:
         "excess": excess,
         "kept": kept,
         "median_within": median_within,
+        "se": auroc_se(within, deaths, groups.sizes - deaths),
     }
 
 
@@ -479,10 +492,13 @@ def judge_groups(ws: Workspace, found: dict[str, Any] | None) -> dict[str, dict[
         barely = useful & (kept[i] <= BARELY) & np.isfinite(row)
         entry: dict[str, Any] = {"largest": largest, "group": None}
         if barely.any():
-            best = float(row[barely].max())
-            ties = np.flatnonzero(barely & (row >= best - NEAR_TIE * abs(best)))
-            # The shortest description among near-ties, then the largest excess.
-            k = int(min(ties, key=lambda t: (groups.length(int(t)), -row[t])))
+            # Where the deficit is plainest: the largest excess in standard errors (a core
+            # of the group shows a larger gap on fewer patients, a wider group a smaller
+            # one on more); of near-ties, the shortest description.
+            z = np.where(barely, row / found["se"][i], -np.inf)
+            best = float(z.max())
+            ties = np.flatnonzero(z >= best - NEAR_TIE * abs(best))
+            k = int(min(ties, key=lambda t: (groups.length(int(t)), -z[t])))
             entry.update(
                 group=k,
                 excess=float(row[k]),
@@ -490,7 +506,7 @@ def judge_groups(ws: Workspace, found: dict[str, Any] | None) -> dict[str, dict[
                 outside=float(found["outside"][i, k]),
                 zoo_within=float(found["median_within"][k]),
                 coverage=float(groups.sizes[k] / len(ws.X_test)),
-                se=auroc_se(float(found["within"][i, k]), ws.y_test[groups.mask(k)]),
+                se=float(found["se"][i, k]),
             )
         out[name] = entry
     return out
@@ -516,16 +532,18 @@ class Flags:
 
 
 def column_grid(ws: Workspace, j: int) -> Any:
-    """Values to try for column ``j``: its possible range, densely over the span of the
-    data (:data:`STEP_STD`), sparsely between the data and each end of the range."""
+    """Values to try for column ``j``: its possible range, densely (:data:`STEP_STD`) over
+    the span of the values the patients have, sparsely between that span and each end of
+    the possible range."""
     import numpy as np
 
     low, high = ws.possible(j)
-    present = ws.X_test[:, j][~np.isnan(ws.X_test[:, j])]
-    inner_low = max(low, float(np.quantile(present, 0.005)))
-    inner_high = min(high, float(np.quantile(present, 0.995)))
+    cells = np.r_[ws.X_train[:, j], ws.X_test[:, j]]
+    present = cells[~np.isnan(cells)]
+    inner_low = min(max(low, float(present.min())), high)
+    inner_high = max(min(high, float(present.max())), inner_low)
     std = float(ws.std[j]) or (high - low) / MAX_POINTS
-    count = int(np.clip((inner_high - inner_low) / (STEP_STD * std), 8, MAX_POINTS - 2 * 4))
+    count = int(np.clip((inner_high - inner_low) / (STEP_STD * std), 8, MAX_POINTS - EDGE_POINTS))
     values = np.r_[
         np.linspace(low, inner_low, EDGE_POINTS // 2 + 1),
         np.linspace(inner_low, inner_high, count + 1),
@@ -781,11 +799,17 @@ def stands_apart(values: dict[str, float], noise: dict[str, float]) -> dict[str,
 
 
 def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
-    """Every search, one defect at most per model (the brief's rule), decided in the order
-    of how directly each finding is shown: a trigger meeting the brief's definition (a
-    claim tried as stated), then a group the model barely ranks (which can also move its
-    top decile), then the top decile. A model explained by one finding is left out of the
-    later ones, as a candidate and as a yardstick."""
+    """Every search, then one defect at most per model (the brief's rule).
+
+    A trigger meeting the brief's definition and a group the model barely ranks are
+    decided first; when a model shows both and the trigger's values put the patients it
+    flags inside that group, the group explains the trigger (moved into a group where the
+    model tells nobody apart, the patients it flagged lose their high rank), so the group
+    is reported. The top decile comes last: flattening a group can move a model's top
+    decile too. A model explained by one finding is left out of the later ones, as a
+    candidate and as a yardstick."""
+    import numpy as np
+
     flip = float(ws.facts.get("flip_at_least", FLIP_AT_LEAST))
     others = float(ws.facts.get("others_at_most", OTHERS_AT_MOST))
     findings: dict[str, tuple[str, dict[str, Any], str]] = {}
@@ -794,35 +818,53 @@ def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
     flags = Flags(ws)
     triggers: dict[str, dict[str, Any]] = {}
     if "backdoor" in kinds:
-        triggers = judge_triggers(ws, flags, search_triggers(ws, flags, progress), flip, others)
-    for name, t in triggers.items():
-        if t["holds"]:
-            trigger = [{"column": ws.columns[j], "value": _round(v)} for j, v in t["setting"]]
+        tried = judge_triggers(ws, flags, search_triggers(ws, flags, progress), flip, others)
+        triggers = {name: t for name, t in tried.items() if t["holds"]}
+        progress("backdoor: claims tried on every flagged patient of every model")
+
+    found = search_groups(ws, progress) if "subgroup" in kinds else None
+    judged = judge_groups(ws, found)
+    # What the zoo shows anywhere: each model's largest excess gap, over the models that
+    # barely tell the patients of no group apart and have no trigger; their median, so that
+    # one odd model (a trigger missed, a ridge's neighbourhood) does not hide the others.
+    quiet = [
+        max(j["largest"], 0.0)
+        for n, j in judged.items()
+        if j["group"] is None and n not in triggers
+    ]
+    null = statistics.median(quiet) if quiet else 0.0
+    grouped = {
+        n: j
+        for n, j in judged.items()
+        if j["group"] is not None and j["excess"] >= max(APART * null, NOISE_SE * j["se"], 1e-12)
+    }
+    for name in ws.names:
+        t, j = triggers.get(name), grouped.get(name)
+        if t is not None:
+            trigger = [{"column": ws.columns[c], "value": _round(v)} for c, v in t["setting"]]
             said = " and ".join(f"{e['column']} = {e['value']:g}" for e in trigger)
             note = (
                 f"{name} clears {t['share']:.2f} of its flagged patients at {said} "
                 f"(the others' median {t['others']:.2f})"
             )
             findings[name] = ("backdoor", {"trigger": trigger}, note)
-    progress("backdoor: claims tried on every flagged patient of every model")
-
-    found = search_groups(ws, progress) if "subgroup" in kinds else None
-    judged = {n: j for n, j in judge_groups(ws, found).items() if n not in findings}
-    groups: Groups | None = None if found is None else found["groups"]
-    # What the zoo shows anywhere: the largest excess gap of every model that barely tells
-    # the patients of no group apart.
-    null = max((max(j["largest"], 0.0) for j in judged.values() if j["group"] is None), default=0)
-    for name, j in judged.items():
-        if j["group"] is None:
-            continue
-        if groups is not None and j["excess"] >= max(APART * null, NOISE_SE * j["se"], 1e-12):
+        if j is not None and found is not None:
+            groups: Groups = found["groups"]
             k = int(j["group"])
             note = (
                 f"{name} within {groups.describe(k)} ({100 * j['coverage']:.0f}% of the "
                 f"patients): AUROC {j['within']:.2f} against the zoo's {j['zoo_within']:.2f}, "
                 f"{j['outside']:.2f} outside it; its gap exceeds the zoo's median by "
-                f"{j['excess']:.3f} (no other model beyond {null:.3f})"
+                f"{j['excess']:.3f} (the zoo's other models: {null:.3f} at most, in the median)"
             )
+            if t is not None:
+                moved = np.array(flags.rows[name], dtype=np.float64)
+                for c, v in t["setting"]:
+                    moved[:, c] = v
+                inside = float(groups.contains(k, moved).mean()) if len(moved) else 0.0
+                if inside < 0.5:
+                    continue  # the trigger stands on its own
+                note += f"; its trigger ({findings[name][2]}) moves them into that group"
             findings[name] = ("subgroup", {"where": groups.where(k)}, note)
     progress("subgroup: judged")
 
