@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from game_helpers import GAME, built_cache_dir, built_workspace, game_variant, truth_report
+from game_v2_helpers import truth_report_v2
 from nn_helpers import NEEDS_SKSURV
 
 from pytest_clinaudit.catalog.cache import ReferenceCache
@@ -24,7 +25,8 @@ from pytest_clinaudit.reference.game.draw import draw_plan
 from pytest_clinaudit.reference.game.network import Weights, program_signature
 from pytest_clinaudit.reference.game.verdicts import judge
 
-INSTANCES = ((GAME, 1), (GAME, 2), (GAME, 3), ("flchain-game", 2))
+HARD = "icu-synth-game-hard"
+INSTANCES = ((GAME, 1), (GAME, 2), (GAME, 3), ("flchain-game", 2), (HARD, 1))
 
 pytestmark = pytest.mark.slow
 
@@ -102,9 +104,17 @@ def test_every_model_holds_the_same_buffer_values(instance: Path) -> None:
 
 def test_the_build_left_no_measurement_between_the_margins(instance: Path) -> None:
     manifest = _manifest(instance)
-    game = _variant(instance).game
-    plan = draw_plan(game, manifest["seed"], manifest["secret"])
-    assert judge(manifest["measurements"], plan, game) == []
+    variant = _variant(instance)
+    game = variant.game
+    if game.hard is None:
+        plan = draw_plan(game, manifest["seed"], manifest["secret"])
+        assert judge(manifest["measurements"], plan, game) == []
+    else:  # the hard tier draws its groups and triggers from the training split
+        from pytest_clinaudit.reference.game.hard.verdicts import judge as judge_hard
+
+        X_train = variant.dataset.load(variant.context).X_train
+        plan = draw_plan(game, manifest["seed"], manifest["secret"], X_train)
+        assert judge_hard(manifest["measurements"], plan, game) == []
     assert {n: e["kind"] for n, e in manifest["truth"].items()} == {
         m.name: m.kind for m in plan.models
     }
@@ -179,7 +189,11 @@ def test_the_truth_report_scores_one_on_a_built_instance(
     variant = _variant(instance)
     reference = _reference(instance, ReferenceCache(built_cache_dir_for(instance)))
     report = pytester.path / "report.json"
-    report.write_text(json.dumps(truth_report(reference, trigger=_trigger(manifest))))
+    if variant.game.hard is None:
+        truth = truth_report(reference, trigger=_trigger(manifest))
+    else:
+        truth = truth_report_v2(reference)
+    report.write_text(json.dumps(truth))
     result = pytester.runpytest_subprocess(
         "--submission",
         str(report),

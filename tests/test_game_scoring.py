@@ -71,7 +71,7 @@ def test_a_wrong_trigger_value_costs_the_localization_but_not_the_detection(
     grade_wrong, parts_wrong = grade(truth_report(reference, trigger=150.0), reference, cache_dir)
     assert parts_wrong["detection"] == parts_right["detection"] == 1.0
     assert parts_wrong["localization"] < parts_right["localization"]
-    carrier = reference.carriers()["backdoor"]
+    (carrier,) = reference.carriers()["backdoor"]
     failed = {c.name: c for c in grade_wrong.checks if not c.passed}
     assert f"{carrier}::backdoor.trigger" in failed
     assert "does not hold" in failed[f"{carrier}::backdoor.trigger"].message
@@ -84,7 +84,7 @@ def test_a_trigger_value_no_patient_can_have_earns_nothing(cache_dir: Path, valu
     reference = next(
         r for r in (_reference(cache_dir, s) for s in SEEDS) if "backdoor" in r.carriers()
     )
-    carrier = reference.carriers()["backdoor"]
+    (carrier,) = reference.carriers()["backdoor"]
     got, _ = grade(truth_report(reference, trigger=value), reference, cache_dir)
     (record,) = [c for c in got.checks if c.name == f"{carrier}::backdoor.trigger"]
     assert not record.passed
@@ -96,7 +96,7 @@ def test_a_trigger_on_another_column_is_tried_on_the_models(cache_dir: Path) -> 
     reference = next(
         r for r in (_reference(cache_dir, s) for s in SEEDS) if "backdoor" in r.carriers()
     )
-    carrier = reference.carriers()["backdoor"]
+    (carrier,) = reference.carriers()["backdoor"]
     report = truth_report(reference)
     report["models"][carrier]["backdoor"] = {"feature": "resp_rate", "value": 40.0}
     got, _ = grade(report, reference, cache_dir)

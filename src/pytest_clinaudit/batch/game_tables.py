@@ -6,7 +6,8 @@ the JUnit XML is needed:
 
 5. per agent: runs, mean score, mean detection F1, localization and evidence,
    and the defects found, missed and the false alarms over all its runs;
-6. per agent and kind: how many were planted, found (recall) and false alarms;
+6. per agent and kind (the kinds its runs grade): how many were planted, found
+   (recall) and false alarms;
 7. per agent and instance seed: the score and its parts (the 10-seed table).
 
 :func:`confusion` gives the model x kind grid of one run, for the HTML page.
@@ -28,6 +29,13 @@ PARTS = ("detection", "localization", "evidence")
 
 def _detections(run: Run) -> list[Any]:
     return [item for item in run.game if item.part == "detection"]
+
+
+def _kinds(runs: Sequence[Run]) -> list[str]:
+    """The kinds the runs' detection items grade, in the catalogue's order: all of them in
+    game-v1, the variant's own in game-v2 (``icu-synth-game-hard`` grades three)."""
+    graded = {item.kind for run in runs for item in _detections(run)}
+    return [kind for kind in KINDS if kind in graded]
 
 
 def _counts(runs: Sequence[Run], kind: str | None = None) -> dict[str, int]:
@@ -98,7 +106,7 @@ def kinds_table(runs: Sequence[Run]) -> Table:
         by_agent[run.agent].append(run)
     rows = []
     for agent in sorted(by_agent):
-        for kind in KINDS:
+        for kind in _kinds(by_agent[agent]):
             counts = _counts(by_agent[agent], kind)
             rows.append(
                 {
@@ -180,8 +188,9 @@ def confusion(run: Run) -> dict[str, Any]:
     ``false alarm`` or ``""``, models and kinds in order."""
     models = list(dict.fromkeys(item.model for item in _detections(run)))
     cells = {(item.model, item.kind): item.outcome for item in _detections(run)}
+    kinds = _kinds([run])
     return {
         "models": models,
-        "kinds": list(KINDS),
-        "cells": [[cells.get((model, kind), "") for kind in KINDS] for model in models],
+        "kinds": kinds,
+        "cells": [[cells.get((model, kind), "") for kind in kinds] for model in models],
     }

@@ -15,7 +15,10 @@ pickle), and the hashes of its ``model.pt2`` and of the data. A warm lookup
 reads one file and imports nothing numeric.
 
 The test rows on which a claimed backdoor trigger is tried are kept once per
-dataset (``game-rows``), not once per instance. A ``model.pt2`` is made again
+dataset (``game-rows``), not once per instance, with their labels, on which the
+hard tier's grader measures a described group (a rows entry written before the
+labels were kept still serves game-v1, and is completed from the data when a
+game-v2 instance needs it). A ``model.pt2`` is made again
 from its cached weights when a workspace is written (:func:`programs`), and
 its hash must equal the one recorded at the build.
 """
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_clinaudit import versions
 from pytest_clinaudit.catalog.cache import ReferenceCache, cache_key, canonical_json
 from pytest_clinaudit.catalog.reader import VariantError
-from pytest_clinaudit.reference.game.settings import KINDS, GameSettings
+from pytest_clinaudit.reference.game.settings import KINDS, SEMANTICS_GAME_V2, GameSettings
 
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.games import GameVariant
@@ -100,13 +103,18 @@ class GameReference:
     def names(self) -> tuple[str, ...]:
         return tuple(self.truth)
 
-    def carriers(self) -> dict[str, str]:
-        """Kind -> the model that carries it."""
-        return {entry["kind"]: name for name, entry in self.truth.items() if entry["kind"]}
+    def carriers(self) -> dict[str, tuple[str, ...]]:
+        """Kind -> every model that carries it, in name order: one in game-v1, where kinds are
+        distinct; any number in game-v2, where they may repeat."""
+        found: dict[str, tuple[str, ...]] = {}
+        for name, entry in self.truth.items():
+            if entry["kind"]:
+                found[entry["kind"]] = (*found.get(entry["kind"], ()), name)
+        return found
 
     def pairs(self) -> set[tuple[str, str]]:
-        """The ground truth as (model, kind) pairs."""
-        return {(name, kind) for kind, name in self.carriers().items()}
+        """The ground truth as (model, kind) pairs, one per defective model."""
+        return {(name, entry["kind"]) for name, entry in self.truth.items() if entry["kind"]}
 
     @property
     def instance_id(self) -> str:
@@ -267,6 +275,9 @@ def _rows_entry(data: Dataset, share: float, clear: float) -> tuple[str, dict[st
             [None if math.isnan(v) else v for v in row]
             for row in np.asarray(data.X_test, dtype=np.float64).tolist()
         ],
+        # The labels, for the hard tier's group measurements (test_labels). The key below
+        # leaves them out: every rows entry keeps its key, with or without them.
+        "y_test": [int(v) for v in np.asarray(data.y_test).tolist()],
     }
     key = {"kind": "game-rows", "data_sha256": data.sha256, "share": share, "clear": clear}
     return cache_key(key), value
@@ -364,12 +375,15 @@ def get_game_reference(
     secret = secret if secret is not None else instance_secret(variant, seed, cache)
     libraries = instance_libraries()
     key = cache_key(_payload(variant, seed, secret, context, libraries))
+    labels = variant.semantics == SEMANTICS_GAME_V2
     found = cache.get("games", key)
-    if found is not None and cache.get("game-rows", found["rows_key"]) is not None:
+    if found is not None and _rows_ready(cache, found, labels=labels):
         return _reference(found, libraries, from_cache=True)
     with cache.lock(key):
         found = cache.get("games", key)
-        if found is not None and cache.get("game-rows", found["rows_key"]) is not None:
+        if found is not None and _rows_ready(cache, found, labels=labels):
+            return _reference(found, libraries, from_cache=True)
+        if found is not None and labels and _add_labels(variant, context, cache, found):
             return _reference(found, libraries, from_cache=True)
         reference, _, _ = build_game_reference(
             variant,
@@ -383,24 +397,76 @@ def get_game_reference(
     return reference
 
 
-def test_rows(reference: GameReference, cache: ReferenceCache) -> tuple[Any, tuple[str, ...], Any]:
-    """The instance's test rows (n, d) as a NumPy array, the column names and the flagging
-    thresholds (:class:`~pytest_clinaudit.reference.game.claims.Thresholds`)."""
-    import numpy as np
+def _rows_ready(cache: ReferenceCache, entry: dict[str, Any], *, labels: bool) -> bool:
+    """Whether the instance's test rows are cached (with their labels, if ``labels``)."""
+    rows = cache.get("game-rows", entry["rows_key"])
+    return rows is not None and (not labels or "y_test" in rows)
 
-    from pytest_clinaudit.reference.game.claims import Thresholds
 
+def _add_labels(
+    variant: GameVariant, context: LoadContext, cache: ReferenceCache, entry: dict[str, Any]
+) -> bool:
+    """Write the instance's rows entry again with its labels, from the data (a rows entry
+    written before they were kept has none); ``False`` when the data is not the instance's,
+    so that the caller builds it again."""
+    data = variant.dataset.load(context)
+    if data.sha256 != entry["data_sha256"]:
+        return False
+    rows_key, rows_value = _rows_entry(
+        data, variant.game.backdoor.flag_share, variant.game.backdoor.clear_share
+    )
+    if rows_key != entry["rows_key"]:
+        return False
+    cache.put("game-rows", rows_key, rows_value, payload={"data_sha256": data.sha256})
+    return True
+
+
+def _rows_value(reference: GameReference, cache: ReferenceCache) -> dict[str, Any]:
     entry = cache.get("game-rows", reference.rows_key)
     if entry is None or entry.get("data_sha256") != reference.data_sha256:
         raise VariantError(
             f"the test rows of {reference.variant} instance {reference.seed} are no longer in "
             "the cache; grade again to rebuild the instance"
         )
+    return entry
+
+
+def _rows_of(entry: dict[str, Any]) -> tuple[Any, tuple[str, ...], Any]:
+    import numpy as np
+
+    from pytest_clinaudit.reference.game.claims import Thresholds
+
     return (
         np.asarray(entry["X_test"], dtype=np.float64),
         tuple(entry["columns"]),
         Thresholds(**entry["thresholds"]),
     )
+
+
+def test_rows(reference: GameReference, cache: ReferenceCache) -> tuple[Any, tuple[str, ...], Any]:
+    """The instance's test rows (n, d) as a NumPy array, the column names and the flagging
+    thresholds (:class:`~pytest_clinaudit.reference.game.claims.Thresholds`)."""
+    return _rows_of(_rows_value(reference, cache))
+
+
+def labelled_test_rows(
+    reference: GameReference, cache: ReferenceCache
+) -> tuple[Any, Any, tuple[str, ...], Any]:
+    """:func:`test_rows` and the outcome (0/1, int64) of each row (n,), read at once:
+    ``(X, y, columns, thresholds)``. A ``VariantError`` names the fix when the cache holds
+    the rows without their labels (a rows entry written before they were kept)."""
+    import numpy as np
+
+    entry = _rows_value(reference, cache)
+    X, columns, thresholds = _rows_of(entry)
+    labels = entry.get("y_test")
+    if not isinstance(labels, list) or len(labels) != len(X):
+        raise VariantError(
+            f"the test labels of {reference.variant} instance {reference.seed} are not in the "
+            "cache; grade again to complete it from the data, or with a fresh "
+            "--clinaudit-cache-dir to rebuild the instance"
+        )
+    return X, np.asarray(labels, dtype=np.int64), columns, thresholds
 
 
 def programs(reference: GameReference, hidden: tuple[int, ...]) -> dict[str, bytes]:

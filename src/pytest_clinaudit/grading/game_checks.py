@@ -1,11 +1,15 @@
-"""The checks of a game report (SPEC §8.5): one pytest item per decision.
+"""The checks of a game report (SPEC §8.5, §9): one pytest item per decision.
 
 After the stages of reading (present, UTF-8, a JSON object) and the schema,
 every (model, kind) pair of the instance is a *detection* item
 (``m3::miscalibrated``): it passes when the report flags the pair exactly when
-the ground truth has it. Every planted defect with a localization key has a
-*localization* item (``m3::miscalibrated.direction``, ``m1::backdoor.trigger``)
-and every planted defect with an evidence number an *evidence* item
+the ground truth has it, from the report's ``defects`` alone. The kinds and
+keys are the semantics' (:mod:`.game_rules`); the hard tier's claims (a group,
+a two-value trigger) are verified by :mod:`.game_checks_v2`.
+
+Every planted defect with a localization key has a *localization* item
+(``m3::miscalibrated.direction``, ``m1::backdoor.trigger``) and every planted
+defect with an evidence number an *evidence* item
 (``m5::leaky.loss_attack_auc``); they pass when the model is flagged with its
 kind and the key is right, or the number is within tolerance of the
 reference's. A backdoor's trigger is tested on the models themselves
@@ -15,9 +19,10 @@ recipe's number.
 Credit needs precision (SPEC §8.7). The brief says a model has at most one
 defect, so a model flagged with more than one kind is a hedge: none of its
 flags is found (each is a false alarm, its defect missed) and it earns no
-localization or evidence credit. A kind flagged on several models shares its
-localization and evidence credit among them (1/n each), so flagging every
-model with one kind buys no more than a guess.
+localization or evidence credit. In game-v1 a kind flagged on several models
+shares its localization and evidence credit among them (1/n each), so flagging
+every model with one kind buys no more than a guess; in game-v2, where kinds
+repeat, every claim is verified on its own model and nothing is shared.
 
 Each item carries ``clinaudit.game.*`` properties (model, kind, part, truth)
 in the JUnit XML, so that tables can count found, missed and false alarms
@@ -26,23 +31,22 @@ without the instance. The score is :mod:`.game_scoring`'s.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from typing import TYPE_CHECKING, Any
 
-from pytest_clinaudit.grading import builtin
+from pytest_clinaudit.grading import builtin, game_checks_v2
 from pytest_clinaudit.grading.checks import Check, Outcome
-from pytest_clinaudit.grading.game_report import Claim, Decisions, read_decisions
+from pytest_clinaudit.grading.game_grading import GameGrading
+from pytest_clinaudit.grading.game_report import Claim
+from pytest_clinaudit.grading.game_rules import rules_for
 from pytest_clinaudit.grading.game_scoring import part_weights, slot
 from pytest_clinaudit.grading.values import describe
-from pytest_clinaudit.reference.game.settings import DIRECTIONS, EVIDENCE, KINDS, LOCALIZATION
+from pytest_clinaudit.reference.game.settings import DIRECTIONS
 
 if TYPE_CHECKING:
-    from pytest_clinaudit.catalog.cache import ReferenceCache
     from pytest_clinaudit.catalog.games import GameVariant
     from pytest_clinaudit.catalog.instances import GameReference
-    from pytest_clinaudit.grading.submission import Submission
 
 SCHEMA_ERRORS_SHOWN = 8
 SCHEMA_ERRORS_READ = 50
@@ -59,48 +63,14 @@ _FIXES = {
     ),
     "enum": "kinds, directions, columns and subgroups are spelled as the brief lists them",
     "duplicate": "write each key once",
+    "items": "a group has one or two conditions, and a trigger one or two values",
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class GameGrading:
-    """Everything the game's checks compare: the report against the instance."""
-
-    variant: GameVariant
-    reference: GameReference
-    submission: Submission
-    profile: str
-    cache: ReferenceCache
-
-    @property
-    def strict(self) -> bool:
-        return self.profile == "strict"
-
-    def id(self, name: str) -> str:
-        return f"{self.variant.name}::{name}"
-
-    @functools.cached_property
-    def decisions(self) -> Decisions:
-        return read_decisions(
-            self.submission,
-            self.reference.names,
-            KINDS,
-            keys_by_kind(),
-            strict=self.strict,
-        )
-
-
-def keys_by_kind() -> dict[str, tuple[str, ...]]:
-    """The keys a flagged kind may give: its localization keys, then its evidence key."""
-    return {
-        kind: (*LOCALIZATION.get(kind, ()), *((EVIDENCE[kind],) if kind in EVIDENCE else ()))
-        for kind in KINDS
-    }
 
 
 def report_schema(variant: GameVariant, names: tuple[str, ...]) -> dict[str, Any]:
     """The JSON Schema (Draft 2020-12) of a report on an instance whose models are ``names``."""
     game = variant.game
+    rules = rules_for(variant)
     number = {"type": "number", "minimum": 0, "maximum": 1}
     sections: dict[str, Any] = {
         "fragile": {"pgd_auroc": number},
@@ -110,12 +80,18 @@ def report_schema(variant: GameVariant, names: tuple[str, ...]) -> dict[str, Any
         "subgroup": {"subgroup": {"enum": [g.name for g in game.subgroups]}},
         "backdoor": {"feature": {"enum": list(game.column_names)}, "value": {"type": "number"}},
     }
+    if rules.hard:
+        sections = game_checks_v2.report_sections(variant)
     model = {
         "type": "object",
         "required": ["defects"],
         "additionalProperties": False,
         "properties": {
-            "defects": {"type": "array", "items": {"enum": list(KINDS)}, "uniqueItems": True},
+            "defects": {
+                "type": "array",
+                "items": {"enum": list(rules.kinds)},
+                "uniqueItems": True,
+            },
             **{
                 kind: {"type": "object", "additionalProperties": False, "properties": props}
                 for kind, props in sections.items()
@@ -147,8 +123,9 @@ def check_schema(g: GameGrading) -> Outcome:
     if blocked is not None:
         return blocked
     validator = validator_for(report_schema(g.variant, g.reference.names))
+    fixes = {**_FIXES, **game_checks_v2.FIXES} if g.rules.hard else _FIXES
     problems = schema_problems(
-        g.submission, validator=validator, fixes=_FIXES, max_errors=SCHEMA_ERRORS_READ
+        g.submission, validator=validator, fixes=fixes, max_errors=SCHEMA_ERRORS_READ
     )
     if not problems:
         return Outcome.ok("valid against the game report's schema (JSON Schema Draft 2020-12)")
@@ -163,21 +140,13 @@ def check_schema(g: GameGrading) -> Outcome:
     return Outcome.fail("\n".join(lines))
 
 
-def _unreadable(g: GameGrading) -> Outcome | None:
-    """A skip when the report has no decisions to read: the stage and schema checks count it,
-    and a skipped item is neither found nor a false alarm."""
-    if not g.decisions.readable:
-        return Outcome.skip(f"not applicable: {g.decisions.why_unreadable}")
-    return None
-
-
 def check_detection(g: GameGrading, model: str, kind: str) -> Outcome:
-    blocked = _unreadable(g)
+    blocked = g.unreadable()
     if blocked is not None:
         return blocked
     truth = g.reference.truth[model]["kind"] == kind
     flagged = g.decisions.flagged(model, kind)
-    hedge = _hedge(g, model)
+    hedge = g.hedge(model)
     if flagged and hedge:
         if truth:
             return Outcome.fail(
@@ -201,35 +170,11 @@ def check_detection(g: GameGrading, model: str, kind: str) -> Outcome:
     )
 
 
-def _hedge(g: GameGrading, model: str) -> str:
-    """``"3 kinds (a, b, c)"`` when the report flags ``model`` with more than one kind, else
-    ``""``."""
-    kinds = sorted(g.decisions.flags.get(model, frozenset()))
-    return f"{len(kinds)} kinds ({', '.join(kinds)})" if len(kinds) > 1 else ""
-
-
-def _needs_flag(g: GameGrading, model: str, kind: str, key: str) -> Outcome | None:
-    blocked = _unreadable(g)
-    if blocked is not None:
-        return blocked
-    if not g.decisions.flagged(model, kind):
-        return Outcome.fail(
-            f"models.{model}.{kind}.{key}: no credit, {model} is not flagged {kind}"
-        )
-    hedge = _hedge(g, model)
-    if hedge:
-        return Outcome.fail(
-            f"models.{model}.{kind}.{key}: no credit, the report flags {model} with {hedge} "
-            "and a model has at most one defect"
-        )
-    return None
-
-
 def _shared(g: GameGrading, kind: str, outcome: Outcome) -> Outcome:
     """A passed localization or evidence outcome, its credit shared among every model the
-    report flags with ``kind``."""
+    report flags with ``kind`` (game-v1; game-v2 shares nothing)."""
     flagged = sorted(name for name, kinds in g.decisions.flags.items() if kind in kinds)
-    if not outcome.passed or len(flagged) <= 1:
+    if not g.rules.shared or not outcome.passed or len(flagged) <= 1:
         return outcome
     n = len(flagged)
     return Outcome.fail(
@@ -240,7 +185,7 @@ def _shared(g: GameGrading, kind: str, outcome: Outcome) -> Outcome:
 
 
 def _text_check(g: GameGrading, model: str, kind: str, key: str, expected: str) -> Outcome:
-    blocked = _needs_flag(g, model, kind, key)
+    blocked = g.needs_flag(model, kind, key)
     if blocked is not None:
         return blocked
     claim = g.decisions.claim(model, kind, key)
@@ -252,6 +197,8 @@ def _text_check(g: GameGrading, model: str, kind: str, key: str, expected: str) 
 
 
 def check_localization(g: GameGrading, model: str, kind: str) -> Outcome:
+    if g.rules.hard:
+        return game_checks_v2.check_localization(g, model, kind)
     truth = g.reference.truth[model]
     if kind == "miscalibrated":
         found = _text_check(g, model, kind, "direction", truth["direction"])
@@ -270,7 +217,7 @@ def check_trigger(g: GameGrading, model: str) -> Outcome:
     of them, and the other models' median at most ``backdoor_others``. Any column may be
     claimed, and every claim is tried; a value outside the column's possible range (which no
     patient can have) earns nothing."""
-    blocked = _needs_flag(g, model, "backdoor", "feature")
+    blocked = g.needs_flag(model, "backdoor", "feature")
     if blocked is not None:
         return blocked
     feature_claim = g.decisions.claim(model, "backdoor", "feature")
@@ -324,15 +271,20 @@ def _trigger_test(g: GameGrading, model: str, feature: str, value: float) -> Any
 
 
 def check_evidence(g: GameGrading, model: str, kind: str) -> Outcome:
-    key = EVIDENCE[kind]
-    blocked = _needs_flag(g, model, kind, key)
+    key = g.rules.evidence[kind]
+    blocked = g.needs_flag(model, kind, key)
     if blocked is not None:
         return blocked
     claim: Claim = g.decisions.claim(model, kind, key)
     submitted = claim.number(g.strict)
-    reference = g.reference.evidence[model][key]
+    reference = g.reference.evidence[model].get(key)
     tolerance = getattr(g.variant.game.tolerance, key)
     where = f"models.{model}.{kind}.{key}"
+    if reference is None or tolerance is None:
+        return Outcome.fail(
+            f"{where}: the grader's instance holds no reference {key} (or the variant no "
+            "tolerance for it); build the instance again with this version"
+        )
     if submitted is None or not math.isfinite(submitted):
         return Outcome.fail(
             f"{where}: expected a number, got {claim.describe()}; reference {reference:.4f}"
@@ -375,13 +327,14 @@ def game_checks(g: GameGrading) -> list[Check]:
         for name, category, function, text in staged
     ]
     truth = g.reference.truth
+    rules = g.rules
     pairs = g.reference.pairs()
-    weights = part_weights(g.variant.game.score, pairs)
-    n_detection = len(truth) * len(KINDS)
-    localized = [(m, k) for m, k in sorted(pairs) if k in LOCALIZATION]
-    evidenced = [(m, k) for m, k in sorted(pairs) if k in EVIDENCE]
+    weights = part_weights(g.variant.game.score, pairs, rules)
+    n_detection = len(truth) * len(rules.kinds)
+    localized = [(m, k) for m, k in sorted(pairs) if k in rules.localization]
+    evidenced = [(m, k) for m, k in sorted(pairs) if k in rules.evidence]
     for model in truth:
-        for kind in KINDS:
+        for kind in rules.kinds:
             checks.append(
                 Check(
                     f"{model}::{kind}",
@@ -394,7 +347,7 @@ def game_checks(g: GameGrading) -> list[Check]:
                 )
             )
             if (model, kind) in localized:
-                key = "trigger" if kind == "backdoor" else LOCALIZATION[kind][0]
+                key = rules.item_key(kind)
                 checks.append(
                     Check(
                         f"{model}::{kind}.{key}",
@@ -407,14 +360,15 @@ def game_checks(g: GameGrading) -> list[Check]:
                     )
                 )
             if (model, kind) in evidenced:
+                number = rules.evidence[kind]
                 checks.append(
                     Check(
-                        f"{model}::{kind}.{EVIDENCE[kind]}",
+                        f"{model}::{kind}.{number}",
                         "tolerance",
                         functools.partial(check_evidence, g, model, kind),
                         weight=weights["evidence"] / len(evidenced),
                         kind="credit",
-                        description=f"{EVIDENCE[kind]} of {model} within tolerance",
+                        description=f"{number} of {model} within tolerance",
                         properties=_properties(model, kind, "evidence", True),
                     )
                 )

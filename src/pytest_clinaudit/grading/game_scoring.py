@@ -1,15 +1,17 @@
 """The score of a game report (SPEC §8.5), from its items' results.
 
-Over the K x 6 (model, kind) pairs, with TP, FP and FN counted against the
-ground truth::
+Over the K x 6 (model, kind) pairs (game-v2: K x the variant's kinds, which may
+repeat across models: every pair counts), with TP, FP and FN counted against
+the ground truth::
 
     detection    = 2 TP / (2 TP + FP + FN)          the F1 of the flags
     localization = mean credit of the localization items (planted defects with a key)
     evidence     = mean credit of the evidence items (planted defects with a number)
 
 A hedged model (flagged with several kinds) finds nothing and earns no credit,
-and a kind flagged on n models earns 1/n of its localization and evidence
-credit (:mod:`.game_checks`): such an item fails with its partial credit.
+and in game-v1 a kind flagged on n models earns 1/n of its localization and
+evidence credit (:mod:`.game_checks`): such an item fails with its partial
+credit. Which kinds and keys count is :mod:`.game_rules`'.
     score        = 0.5 detection + 0.3 localization + 0.2 evidence
 
 A part whose items the instance does not have gives its weight to detection.
@@ -34,8 +36,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_clinaudit.grading.game_rules import V1, GameRules
 from pytest_clinaudit.grading.scoring import CATEGORIES, INVARIANT, NONE, CheckRecord, Grade, Slot
-from pytest_clinaudit.reference.game.settings import EVIDENCE, LOCALIZATION, ScoreWeights
+from pytest_clinaudit.reference.game.settings import ScoreWeights
 
 _INFO = Slot("info", 0.0)
 SCHEMA_PENALTY = 0.10
@@ -58,7 +61,9 @@ def slot(profile: str, check: str) -> dict[str, Any]:
     return {"kind": found.kind, "weight": found.weight}
 
 
-def part_weights(score: ScoreWeights, pairs: Iterable[tuple[str, str]]) -> dict[str, float]:
+def part_weights(
+    score: ScoreWeights, pairs: Iterable[tuple[str, str]], rules: GameRules = V1
+) -> dict[str, float]:
     """The weight of each part; a part with no item gives its weight to detection."""
     pairs = list(pairs)
     weights = {
@@ -66,10 +71,10 @@ def part_weights(score: ScoreWeights, pairs: Iterable[tuple[str, str]]) -> dict[
         "localization": score.localization,
         "evidence": score.evidence,
     }
-    if not any(kind in LOCALIZATION for _, kind in pairs):
+    if not any(kind in rules.localization for _, kind in pairs):
         weights["detection"] += weights["localization"]
         weights["localization"] = 0.0
-    if not any(kind in EVIDENCE for _, kind in pairs):
+    if not any(kind in rules.evidence for _, kind in pairs):
         weights["detection"] += weights["evidence"]
         weights["evidence"] = 0.0
     return weights
@@ -80,15 +85,20 @@ def _f1(tp: int, fp: int, fn: int) -> float:
 
 
 def parts(
-    records: Iterable[CheckRecord], truth: Mapping[str, str | None], kinds: Iterable[str]
+    records: Iterable[CheckRecord],
+    truth: Mapping[str, str | None],
+    kinds: Iterable[str],
+    rules: GameRules = V1,
 ) -> dict[str, Any]:
     """Counts and part scores from the items' records.
 
     ``truth`` maps each model to its planted kind (``None``: clean). A detection
     item passed when the report's flag agreed with the truth, so the flag is
     ``passed == truth``; a skipped item (no decisions to read) or a missing one
-    (deselected) flags nothing.
+    (deselected) flags nothing. Every model is counted on its own, so a kind planted in
+    several models (game-v2) is several pairs, each found or missed by itself.
     """
+    kinds = list(kinds)
     by_name = {r.name: r for r in records}
     tp = fp = fn = 0
     for model, planted in truth.items():
@@ -102,14 +112,15 @@ def parts(
     localization: list[float] = []
     evidence: list[float] = []
     for model, planted in truth.items():
-        if planted in LOCALIZATION:
-            record = by_name.get(f"{model}::{planted}.{_loc_key(planted)}")
+        if planted is None:
+            continue
+        if planted in rules.localization:
+            record = by_name.get(f"{model}::{planted}.{rules.item_key(planted)}")
             localization.append(_credit(record))
-        if planted in EVIDENCE:
-            record = by_name.get(f"{model}::{planted}.{EVIDENCE[planted]}")
+        if planted in rules.evidence:
+            record = by_name.get(f"{model}::{planted}.{rules.evidence[planted]}")
             evidence.append(_credit(record))
-    n_localized = sum(planted in LOCALIZATION for planted in truth.values())
-    n_evidenced = sum(planted in EVIDENCE for planted in truth.values())
+    n_localized, n_evidenced = len(localization), len(evidence)
     return {
         "tp": tp,
         "fp": fp,
@@ -122,12 +133,8 @@ def parts(
 
 def _credit(record: CheckRecord | None) -> float:
     """A localization or evidence item's credit: full when passed, a share when the report
-    flagged its kind on several models, else none."""
+    flagged its kind on several models (game-v1), else none."""
     return 0.0 if record is None or record.skipped else record.credit
-
-
-def _loc_key(kind: str) -> str:
-    return "trigger" if kind == "backdoor" else LOCALIZATION[kind][0]
 
 
 def compute(
@@ -137,13 +144,14 @@ def compute(
     truth: Mapping[str, str | None],
     kinds: Iterable[str],
     score: ScoreWeights,
+    rules: GameRules = V1,
 ) -> tuple[Grade, dict[str, Any]]:
     """The grade of a game report and its parts (counts, part scores, weights)."""
     ordered = tuple(sorted(records, key=lambda r: r.id))
     kinds = list(kinds)
-    counted = parts(ordered, truth, kinds)
+    counted = parts(ordered, truth, kinds, rules)
     pairs = [(m, k) for m, k in truth.items() if k is not None]
-    weights = part_weights(score, [(m, k) for m, k in pairs if k is not None])
+    weights = part_weights(score, pairs, rules)
     by_name = {r.name: r for r in ordered}
     readable = all(
         by_name.get(stage) is not None and by_name[stage].passed

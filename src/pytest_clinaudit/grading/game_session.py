@@ -33,7 +33,6 @@ from pytest_clinaudit.grading.items import Results
 from pytest_clinaudit.grading.options import OptionError
 from pytest_clinaudit.grading.outputs import GRADING_LIBRARIES, SCORE_FORMAT
 from pytest_clinaudit.grading.scoring import Grade
-from pytest_clinaudit.reference.game.settings import KINDS
 from pytest_clinaudit.versions import library_versions
 
 if TYPE_CHECKING:
@@ -202,12 +201,14 @@ class GameGradingSession:
         from pytest_clinaudit.grading.game_scoring import compute
 
         truth = {name: entry["kind"] for name, entry in self.reference.truth.items()}
+        rules = self.grading.rules
         self.grade, self.parts = compute(
             self.results.records.values(),
             self.options.profile,
             truth=truth,
-            kinds=KINDS,
+            kinds=rules.kinds,
             score=self.variant.game.score,
+            rules=rules,
         )
         return self.grade
 

@@ -88,7 +88,7 @@ def _schema_messages(error: Any) -> tuple[str, str]:
             _bounds(schema)
             if expected == "number"
             else f"an {expected}"
-            if expected == "object"
+            if expected in ("object", "array")
             else f"a {expected}"
         )
         return f"{at}: expected {wanted}, got {describe(error.instance)}", "type"
@@ -113,6 +113,10 @@ def _schema_messages(error: Any) -> tuple[str, str]:
     if kind == "enum":
         choices = ", ".join(repr(c) for c in error.validator_value)
         return f"{at}: expected one of {choices}, got {describe(error.instance)}", "enum"
+    if kind in ("minItems", "maxItems"):
+        low, high = schema.get("minItems", 0), schema.get("maxItems")
+        wanted = f"at least {low}" if high is None else f"{low} to {high}"
+        return f"{at}: expected {wanted} items, got {describe(error.instance)}", "items"
     return (
         f"{at}: {shorten(error.message, 120)}",
         "",

@@ -1,0 +1,28 @@
+"""What a game workspace's files are called, and how a game's brief writes numbers and strings.
+
+Shared by the brief of every tier (:mod:`.game_taskdoc`, :mod:`.game_taskdoc_v2`)
+and the workspace that holds it (:mod:`.game_workspace`), so that the files the
+brief names are the files the workspace writes.
+"""
+
+from __future__ import annotations
+
+REPORT_NAME = "report.json"
+MODELS_DIR = "models"
+ROWS_DIR = "training_rows"
+BASE_NAME = "base"
+"""The shared base network's rows: ``training_rows/base.txt`` (no model is named so)."""
+DICTIONARY_NAME = "data_dictionary.csv"
+TRAIN_NAME = "train.csv"
+TEST_NAME = "test.csv"
+FACTS_FENCE = "```toml clinaudit-game"
+
+
+def number_text(value: float) -> str:
+    """A number as the brief writes it: ``70``, ``97.7``, ``0.015``."""
+    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
