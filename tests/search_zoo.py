@@ -16,7 +16,7 @@ modules and exported as a workspace holds them (``models/<name>.pt2``, a dynamic
   ranking, overconfident in its top decile only.
 
 The data: a cohort of the game's columns (the label first), with a data dictionary and a
-``task.md`` whose facts block states what the brief states.
+``task.md`` whose facts block holds the hard tier's brief's keys.
 """
 
 from __future__ import annotations
@@ -227,6 +227,13 @@ models = ["m1", "m2", "m3", "m4", "m5", "m6", "m7"]
 label = "hospital_expire_flag"
 flag_share = 0.1
 clear_share = 0.25
+kinds = ["miscalibrated", "subgroup", "backdoor"]
+semantics = "game-v2"
+group_coverage = [0.05, 0.25]
+group_max_conditions = 2
+group_ops = [">=", "<", "==", "missing"]
+flip_at_least = 0.9
+others_at_most = 0.3
 ```
 """
 

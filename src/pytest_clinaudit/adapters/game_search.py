@@ -60,8 +60,10 @@ FACTS_FENCE = "```toml clinaudit-game"
 # The brief's words, used when the facts block does not state them.
 COVERAGE = (0.05, 0.25)
 """A hidden group covers this share of the test patients (the brief's grammar)."""
+OPS = (">=", "<", "==", "missing")
+"""The grammar's operators: a threshold either way, a 0/1 value, a missing cell."""
 DECILES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-"""Where the grammar puts a measurement's thresholds."""
+"""Where the search puts a measurement's thresholds."""
 FLIP_AT_LEAST, OTHERS_AT_MOST = 0.9, 0.3
 """A trigger: the model clears at least this share of the patients it flags, where the
 other models' median clears at most the second number."""
@@ -228,6 +230,10 @@ def _round(value: float) -> float:
 # ------------------------------------------------------------------ the grammar's groups
 
 
+Condition = tuple[int, str, "float | None"]
+"""A condition of the grammar: (column index, op, value), the value None for ``missing``."""
+
+
 class Groups:
     """Every group of the grammar covering the brief's share of the test patients.
 
@@ -237,12 +243,18 @@ class Groups:
     first is kept.
     """
 
-    def __init__(self, ws: Workspace, coverage: tuple[float, float]) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        coverage: tuple[float, float],
+        ops: Sequence[str] = OPS,
+        max_conditions: int = 2,
+    ) -> None:
         import numpy as np
 
         X = ws.X_test
         n = len(X)
-        found: list[tuple[int, str, float | None]] = []
+        found: list[Condition] = []
         for j, column in enumerate(ws.columns):
             if not ws.at_prediction(column):
                 continue
@@ -258,6 +270,7 @@ class Groups:
                     found += [(j, ">=", t), (j, "<", t)]
             if len(present) < n:
                 found.append((j, "missing", None))
+        found = [c for c in found if c[1] in ops]
         conditions, masks, seen = [], [], set()
         for condition in found:
             mask = condition_mask(X, condition)
@@ -274,7 +287,7 @@ class Groups:
         a, b = np.triu_indices(len(conditions))
         share = both[a, b] / max(n, 1)
         fits = (coverage[0] <= share) & (share <= coverage[1])
-        fits &= (a == b) | (owner[a] != owner[b])
+        fits &= (a == b) | ((owner[a] != owner[b]) & (max_conditions >= 2))
         order = np.lexsort((b, a, a != b))  # one condition first
         order = order[fits[order]]
         keep, seen = [], set()
@@ -293,33 +306,48 @@ class Groups:
     def mask(self, k: int) -> Any:
         return self.masks[self.first[k]] & self.masks[self.second[k]]
 
-    def contains(self, k: int, X: Any) -> Any:
-        """Which rows of ``X`` (n, d) group k holds."""
-        inside = condition_mask(X, self.conditions[self.first[k]])
-        return inside & condition_mask(X, self.conditions[self.second[k]])
-
     def length(self, k: int) -> int:
         return 1 if self.first[k] == self.second[k] else 2
 
+    def of(self, k: int) -> tuple[Condition, ...]:
+        """Group k's conditions, one or two."""
+        picked = sorted({int(self.first[k]), int(self.second[k])})
+        return tuple(self.conditions[c] for c in picked)
+
     def where(self, k: int) -> list[dict[str, Any]]:
-        picked = {int(self.first[k]), int(self.second[k])}
-        out = []
-        for c in sorted(picked):
-            j, op, value = self.conditions[c]
-            entry: dict[str, Any] = {"column": self.columns[j], "op": op}
-            if value is not None:
-                entry["value"] = value
-            out.append(entry)
-        return out
-
-    def describe(self, k: int) -> str:
-        return " and ".join(
-            f"{e['column']} {e['op']}" + (f" {e['value']:g}" if "value" in e else "")
-            for e in self.where(k)
-        )
+        return where(self.of(k), self.columns)
 
 
-def condition_mask(X: Any, condition: tuple[int, str, float | None]) -> Any:
+def where(conditions: Sequence[Condition], columns: Sequence[str]) -> list[dict[str, Any]]:
+    """A group in the report's form: ``[{"column": ..., "op": ..., "value": ...}, ...]``."""
+    out = []
+    for j, op, value in conditions:
+        entry: dict[str, Any] = {"column": columns[j], "op": op}
+        if value is not None:
+            entry["value"] = value
+        out.append(entry)
+    return out
+
+
+def describe(conditions: Sequence[Condition], columns: Sequence[str]) -> str:
+    """``heart_rate >= 100 and anchor_age >= 70``."""
+    return " and ".join(
+        f"{e['column']} {e['op']}" + (f" {e['value']:g}" if "value" in e else "")
+        for e in where(conditions, columns)
+    )
+
+
+def group_mask(X: Any, conditions: Sequence[Condition]) -> Any:
+    """The rows of ``X`` (n, d) that meet every condition."""
+    import numpy as np
+
+    inside = np.ones(len(X), dtype=bool)
+    for condition in conditions:
+        inside &= condition_mask(X, condition)
+    return inside
+
+
+def condition_mask(X: Any, condition: Condition) -> Any:
     import numpy as np
 
     j, op, value = condition
@@ -434,12 +462,19 @@ def auroc_se(auc: Any, n1: Any, n0: Any) -> Any:
 # ------------------------------------------------------------------ subgroup
 
 
+def coverage_of(ws: Workspace) -> tuple[float, float]:
+    """The share of the test patients a hidden group holds, as the brief's facts say."""
+    low, high = ws.facts.get("group_coverage", ws.facts.get("coverage", COVERAGE))
+    return float(low), float(high)
+
+
 def search_groups(ws: Workspace, progress: Progress) -> dict[str, Any]:
     """Every model's AUROC within and outside every group of the grammar, and the gaps."""
     import numpy as np
 
-    coverage = tuple(ws.facts.get("coverage", COVERAGE))
-    groups = Groups(ws, (float(coverage[0]), float(coverage[1])))
+    coverage = coverage_of(ws)
+    ops = tuple(ws.facts.get("group_ops", OPS))
+    groups = Groups(ws, coverage, ops, int(ws.facts.get("group_max_conditions", 2)))
     progress(f"subgroup: {len(groups.conditions)} conditions, {len(groups)} groups")
     G, names = len(groups), ws.names
     within = np.full((len(names), G), np.nan)
@@ -474,34 +509,41 @@ def search_groups(ws: Workspace, progress: Progress) -> dict[str, Any]:
     }
 
 
+def _standing(measured: dict[str, Any], i: int) -> Any:
+    """Model i's excess gap in standard errors on each group where it barely tells the
+    patients apart (and the zoo can rank them at all); -inf elsewhere."""
+    import numpy as np
+
+    excess = measured["excess"][i]
+    useful = measured["median_within"] - 0.5 > 0.05
+    barely = useful & (measured["kept"][i] <= BARELY) & np.isfinite(excess)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(barely, excess / measured["se"][i], -np.inf)
+
+
 def judge_groups(ws: Workspace, found: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """Per model: its largest excess gap anywhere, and, where it barely tells the patients of
-    a group apart, its best such group (nothing when no group was searched)."""
+    a group apart, the group where its deficit is plainest (the largest excess gap in
+    standard errors: a group's core shows a larger gap on fewer patients, a wider group a
+    smaller one on more; of near-ties, the shortest description). Nothing when no group
+    was searched."""
     import numpy as np
 
     if found is None:
         return {}
-
     groups: Groups = found["groups"]
-    excess, kept = found["excess"], found["kept"]
-    useful = found["median_within"] - 0.5 > 0.05  # a group the zoo can rank at all
     out: dict[str, dict[str, Any]] = {}
     for i, name in enumerate(ws.names):
-        row = np.where(np.isnan(excess[i]), -np.inf, excess[i])
-        largest = float(row.max()) if len(row) else 0.0
-        barely = useful & (kept[i] <= BARELY) & np.isfinite(row)
-        entry: dict[str, Any] = {"largest": largest, "group": None}
-        if barely.any():
-            # Where the deficit is plainest: the largest excess in standard errors (a core
-            # of the group shows a larger gap on fewer patients, a wider group a smaller
-            # one on more); of near-ties, the shortest description.
-            z = np.where(barely, row / found["se"][i], -np.inf)
+        row = np.where(np.isnan(found["excess"][i]), -np.inf, found["excess"][i])
+        entry: dict[str, Any] = {"largest": float(row.max()) if len(row) else 0.0, "group": None}
+        z = _standing(found, i)
+        if np.isfinite(z).any():
             best = float(z.max())
             ties = np.flatnonzero(z >= best - NEAR_TIE * abs(best))
             k = int(min(ties, key=lambda t: (groups.length(int(t)), -z[t])))
             entry.update(
-                group=k,
-                excess=float(row[k]),
+                group=groups.of(k),
+                excess=float(found["excess"][i, k]),
                 within=float(found["within"][i, k]),
                 outside=float(found["outside"][i, k]),
                 zoo_within=float(found["median_within"][k]),
@@ -849,10 +891,9 @@ def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
             )
             findings[name] = ("backdoor", {"trigger": trigger}, note)
         if j is not None and found is not None:
-            groups: Groups = found["groups"]
-            k = int(j["group"])
+            group = j["group"]
             note = (
-                f"{name} within {groups.describe(k)} ({100 * j['coverage']:.0f}% of the "
+                f"{name} within {describe(group, ws.columns)} ({100 * j['coverage']:.0f}% of the "
                 f"patients): AUROC {j['within']:.2f} against the zoo's {j['zoo_within']:.2f}, "
                 f"{j['outside']:.2f} outside it; its gap exceeds the zoo's median by "
                 f"{j['excess']:.3f} (the zoo's other models: {null:.3f} at most, in the median)"
@@ -861,11 +902,11 @@ def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
                 moved = np.array(flags.rows[name], dtype=np.float64)
                 for c, v in t["setting"]:
                     moved[:, c] = v
-                inside = float(groups.contains(k, moved).mean()) if len(moved) else 0.0
+                inside = float(group_mask(moved, group).mean()) if len(moved) else 0.0
                 if inside < 0.5:
                     continue  # the trigger stands on its own
                 note += f"; its trigger ({findings[name][2]}) moves them into that group"
-            findings[name] = ("subgroup", {"where": groups.where(k)}, note)
+            findings[name] = ("subgroup", {"where": where(group, ws.columns)}, note)
     progress("subgroup: judged")
 
     decile = top_decile(ws) if "miscalibrated" in kinds else {}
