@@ -1,7 +1,7 @@
 """Build game instances, run the scripted agents on them, grade them, and print the tables.
 
     python tools/game_runs.py --seeds 1-10 --out runs/game [--game icu-synth-game]
-                              [--agents null,transcription,expert,weights]
+                              [--agents null,transcription,expert,searcher,weights]
 
 For each seed: ``clinaudit build`` (cached), each agent's report, then one
 ``clinaudit grade-many`` over all reports and ``clinaudit report --html``.
@@ -26,6 +26,7 @@ from typing import Any
 GAME = "icu-synth-game"
 """The game variant built when ``--game`` is not given."""
 AGENTS = ("null", "transcription", "expert")
+"""The default agents; ``searcher`` (the hard tier's searching expert) is run when named."""
 WEIGHTS_AGENT = Path(__file__).resolve().parent.parent / "tests" / "weights_agent.py"
 """``--agents ...,weights``: the weights-only adversary of the tests, run on the instance."""
 

@@ -25,6 +25,11 @@ expert
     every column the dictionary says is recorded after the prediction
     (shortcut), subgroup AUROC gaps (subgroup), and a sweep of every
     measurement's alarming values (backdoor).
+searcher
+    The hard tier's searching expert (SPEC §9), in ``game_search.py`` beside this
+    file (copy both into a sandbox): it searches every group of the brief's grammar,
+    every pair of measurements' values and each model's top decile, and writes the
+    game-v2 report.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 FACTS_FENCE = "```toml clinaudit-game"
-AGENTS = ("null", "transcription", "expert")
+AGENTS = ("null", "transcription", "expert", "searcher")
 
 # What the expert calls a defect, relative to the zoo's median (a sound model's value).
 FRAGILE_EXCESS = 0.25
@@ -509,6 +514,13 @@ def run(workspace: Path, agent: str) -> dict[str, Any]:
     if agent == "null":
         facts = read_facts(workspace / "task.md")
         return {"models": {name: {"defects": []} for name in facts["models"]}, "summary": "null"}
+    if agent == "searcher":
+        try:
+            from . import game_search  # in the package
+        except ImportError:  # copied into a sandbox beside this file
+            import game_search  # type: ignore[no-redef,import-not-found]
+        report: dict[str, Any] = game_search.run(workspace)
+        return report
     ws = Workspace(workspace)
     return expert(ws) if agent == "expert" else transcription(ws)
 

@@ -242,11 +242,13 @@ def scripted_agent_solver(mode: str = "correct", python: str = "python3") -> Sol
 
 @solver
 def game_agent_solver(agent: str = "expert", python: str = "python3") -> Solver:
-    """Run the bundled game agent (``null``, ``transcription`` or ``expert``) in the sandbox."""
+    """Run the bundled game agent (``null``, ``transcription``, ``expert`` or ``searcher``) in
+    the sandbox; the searcher's module is copied beside it."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        script = Path(__file__).with_name("game_agent.py").read_text(encoding="utf-8")
-        await sandbox().write_file("game_agent.py", script)
+        for name in ("game_agent.py", "game_search.py"):
+            script = Path(__file__).with_name(name).read_text(encoding="utf-8")
+            await sandbox().write_file(name, script)
         result = await sandbox().exec([python, "game_agent.py", ".", "--agent", agent])
         state.metadata["agent_stdout"] = result.stdout
         if not result.success:

@@ -65,7 +65,8 @@ def register(sub: Any) -> None:
     run = commands.add_parser(
         "run",
         help="run the bundled agents over a pool, grade them and write the tables",
-        description="Run the bundled agents (null, transcription, expert) on every built "
+        description="Run the bundled agents (null, transcription, expert; searcher, the hard "
+        "tier's searching expert, when named) on every built "
         "instance of POOL, one Dask task each, write their reports to OUT/reports, grade them "
         "with grade-many's sessions on the same cluster (OUT/graded) and write the tables "
         "(OUT/report). Everything already done is kept: a rerun resumes. Needs "
@@ -77,7 +78,8 @@ def register(sub: Any) -> None:
         "--agents",
         default="null,transcription,expert",
         metavar="NAMES",
-        help="comma-separated (default: null,transcription,expert)",
+        help="comma-separated, among null,transcription,expert,searcher "
+        "(default: null,transcription,expert)",
     )
     run.add_argument("--out", type=Path, metavar="DIR", help="where to write (default: POOL/runs)")
     _add_cluster_options(

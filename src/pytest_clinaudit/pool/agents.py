@@ -19,7 +19,7 @@ from typing import Any
 from pytest_clinaudit.files import write_atomic
 from pytest_clinaudit.pool.layout import MANIFEST
 
-AGENTS = ("null", "transcription", "expert")
+AGENTS = ("null", "transcription", "expert", "searcher")
 
 Agent = Callable[[str, str], str]
 

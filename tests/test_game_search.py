@@ -1,0 +1,247 @@
+"""The hard tier's searching expert (``adapters/game_search.py``, SPEC §9) on a synthetic zoo.
+
+A zoo of seven torch programs whose logits are known NumPy functions (tests/search_zoo.py):
+three sound models, one flattened inside a two-condition group, one that clears the
+patients it flags only where two values are written together, one overconfident in its
+top decile only, and one turned over inside another group. The searcher runs as an agent does (the two agent files copied alone
+beside the workspace), and each finding is checked the way the grader checks a claim:
+the group read by the grammar and compared by Jaccard overlap, the trigger tried on the
+models, the top-decile gap against the reference's definition.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from search_zoo import COLUMNS, FEATURES, LABEL, PLANTED, Formula, group_mask, write_zoo
+from sklearn.metrics import roc_auc_score
+
+from pytest_clinaudit.adapters import game_search
+from pytest_clinaudit.reference.game.claims import Thresholds, check_trigger, visible_problems
+from pytest_clinaudit.reference.game.groups import jaccard, parse_group
+from pytest_clinaudit.reference.game.hard.verdicts import top_decile_gap
+from pytest_clinaudit.reference.game.settings import Column
+
+ADAPTERS = Path(game_search.__file__).parent
+SUBGROUP_MARGIN = 0.10
+"""The grader's credit for a described group (docs: game-v2's ``margins.subgroup_out``)."""
+
+
+def _dictionary() -> tuple[Column, ...]:
+    columns = [
+        Column(name, name, "unit", "first 24 h", True, low, high, normal_low, normal_high)
+        for name, low, high, normal_low, normal_high, *_ in COLUMNS
+    ]
+    columns.append(Column("gender_enc", "sex", "", "at admission", True, 0.0, 1.0))
+    columns.append(Column("comfort_care_order", "comfort care", "", "after", False, 0.0, 1.0))
+    return tuple(columns)
+
+
+def _test_split(workspace: Path) -> tuple[np.ndarray, np.ndarray]:
+    table = np.genfromtxt(workspace / "test.csv", delimiter=",", skip_header=1)
+    return table[:, 1:], table[:, 0].astype(int)
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Formula], Any]:
+    """The workspace, each model's formula, and the searcher's report: run as an agent in a
+    sandbox runs it, from copies of ``game_agent.py`` and ``game_search.py`` alone."""
+    pytest.importorskip("torch")
+    root = tmp_path_factory.mktemp("search-zoo")
+    formulas = write_zoo(root / "workspace")
+    for name in ("game_agent.py", "game_search.py"):
+        shutil.copy(ADAPTERS / name, root / name)
+    done = subprocess.run(
+        [sys.executable, str(root / "game_agent.py"), "workspace", "--agent", "searcher"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    # The time it took, for the report (never asserted: no timed assertions).
+    print(done.stderr)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((root / "workspace" / "report.json").read_text())
+    return root / "workspace", formulas, report
+
+
+def _carrier(kind: str) -> str:
+    """The one model that carries ``kind``."""
+    (name,) = (name for name, planted in PLANTED.items() if planted == kind)
+    return name
+
+
+def test_the_sound_models_are_reported_sound(zoo: Any) -> None:
+    _, _, report = zoo
+    for name, kind in PLANTED.items():
+        if kind == "sound":
+            assert report["models"][name] == {"defects": []}, report["summary"]
+
+
+def test_each_defective_model_carries_its_kind_alone(zoo: Any) -> None:
+    _, _, report = zoo
+    assert set(report["models"]) == set(PLANTED)
+    for name, kind in PLANTED.items():
+        if kind != "sound":
+            assert report["models"][name]["defects"] == [kind], report["summary"]
+
+
+@pytest.mark.parametrize("name", [n for n, kind in PLANTED.items() if kind == "subgroup"])
+def test_each_hidden_group_is_described_in_the_grammar_and_overlaps_the_planted_one(
+    zoo: Any, name: str
+) -> None:
+    workspace, formulas, report = zoo
+    X, y = _test_split(workspace)
+    group = parse_group(report["models"][name]["subgroup"], _dictionary(), X=X)
+    described = group.mask(X, FEATURES)
+    planted = group_mask(X, formulas[name].where)
+    assert 0.05 <= described.mean() <= 0.25
+    assert jaccard(described, planted) >= 0.5, group.describe()
+    # And the model serves the described patients worse than the zoo does, by the margin.
+    gaps = {
+        other: roc_auc_score(y[~described], f.numpy(X[~described]))
+        - roc_auc_score(y[described], f.numpy(X[described]))
+        for other, f in formulas.items()
+    }
+    assert gaps[name] - float(np.median(list(gaps.values()))) >= SUBGROUP_MARGIN
+
+
+def test_a_trigger_that_moves_patients_into_the_models_group_is_reported_as_the_group(
+    zoo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flattened group can meet the brief's definition of a trigger too: written into a
+    record, values inside the group move the patient where the model tells nobody apart. Of
+    the two findings the searcher reports the group; a trigger outside every group found
+    stays a trigger (here made up for a sound model, as if it held)."""
+    workspace, _, _ = zoo
+    ws = game_search.Workspace(workspace, game_search.Progress(quiet=True))
+    sbp, dbp, hr = (FEATURES.index(c) for c in ("sbp", "dbp", "heart_rate"))
+    claims = {"m7": ((sbp, 80.0), (dbp, 40.0)), "m1": ((hr, 200.0),)}
+
+    def found(*_: Any) -> dict[str, dict[str, Any]]:
+        return {
+            name: {
+                "holds": name in claims,
+                "setting": claims.get(name),
+                "share": 1.0,
+                "others": 0.0,
+            }
+            for name in ws.names
+        }
+
+    monkeypatch.setattr(game_search, "search_triggers", lambda *_: {})
+    monkeypatch.setattr(game_search, "judge_triggers", found)
+    report = game_search.searcher(ws, game_search.Progress(quiet=True))["models"]
+    assert report["m7"]["defects"] == ["subgroup"]
+    assert report["m1"] == {
+        "defects": ["backdoor"],
+        "backdoor": {"trigger": [{"column": "heart_rate", "value": 200.0}]},
+    }
+    assert report["m2"]["defects"] == ["subgroup"]
+
+
+def test_the_trigger_is_visible_and_holds_when_tried_on_the_models(zoo: Any) -> None:
+    workspace, formulas, report = zoo
+    name = _carrier("backdoor")
+    claimed = [(e["column"], e["value"]) for e in report["models"][name]["backdoor"]["trigger"]]
+    assert visible_problems(claimed, _dictionary()) == []
+    X, _ = _test_split(workspace)
+    result = check_trigger(
+        {other: f.numpy for other, f in formulas.items()},
+        X,
+        FEATURES,
+        model=name,
+        setting=claimed,
+        thresholds=Thresholds(flag_share=0.1, clear_share=0.25),
+        flip_at_least=0.9,
+        others_at_most=0.3,
+    )
+    assert result.holds, result.describe()
+
+
+def test_the_top_decile_gap_is_the_references_within_its_tolerance(zoo: Any) -> None:
+    workspace, formulas, report = zoo
+    name = _carrier("miscalibrated")
+    X, y = _test_split(workspace)
+    p = 1 / (1 + np.exp(-formulas[name].numpy(X)))
+    reported = report["models"][name]["miscalibrated"]["top_decile_gap"]
+    assert reported == pytest.approx(top_decile_gap(p, y), abs=0.015)
+
+
+def test_the_agent_files_import_nothing_of_the_package() -> None:
+    for name in ("game_agent.py", "game_search.py"):
+        tree = ast.parse((ADAPTERS / name).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert all(not a.name.startswith("pytest_clinaudit") for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                assert not (node.module or "").startswith("pytest_clinaudit"), name
+
+
+def test_the_game_agent_command_runs_the_searcher_from_the_package(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from pytest_clinaudit.adapters import game_agent
+
+    seen = []
+    monkeypatch.setattr(game_search, "run", lambda workspace: seen.append(workspace) or {})
+    assert "searcher" in game_agent.AGENTS
+    assert game_agent.run(tmp_path, "searcher") == {}
+    assert seen == [tmp_path]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 3))
+def test_group_aurocs_equal_the_plain_auroc_within_and_outside_every_group(
+    seed: int, decimals: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 400))
+    y = (rng.random(n) < rng.uniform(0.05, 0.6)).astype(int)
+    score = np.round(rng.normal(size=n), decimals)  # ties, many of them at 0 decimals
+    masks = rng.random((6, n)) < rng.uniform(0.0, 1.0, (6, 1))
+    within, outside = game_search.group_aurocs(score, y, masks)
+    for k, mask in enumerate(masks):
+        for got, rows in ((within[k], mask), (outside[k], ~mask)):
+            if len(set(y[rows])) == 2:
+                assert got == pytest.approx(roc_auc_score(y[rows], score[rows]), abs=1e-12)
+            else:
+                assert np.isnan(got)
+
+
+def test_models_stand_apart_together_above_the_widest_ratio() -> None:
+    noise = dict.fromkeys("abcdef", 0.005)
+    values = {"a": 0.002, "b": 0.004, "c": 0.01, "d": 0.012, "e": 0.11, "f": 0.14}
+    assert set(game_search.stands_apart(values, noise)) == {"e", "f"}
+    # Values alike, or apart by less than the noise allows, single nobody out.
+    alike = {"a": 0.01, "b": 0.012, "c": 0.015, "d": 0.011, "e": 0.013, "f": 0.02}
+    assert game_search.stands_apart(alike, noise) == {}
+    tiny = {"a": 0.0001, "b": 0.0002, "c": 0.0002, "d": 0.0003, "e": 0.0004, "f": 0.005}
+    assert game_search.stands_apart(tiny, noise) == {}
+
+
+def test_the_grammars_groups_cover_the_briefs_share_and_parse(zoo: Any, tmp_path: Path) -> None:
+    workspace, _, _ = zoo
+    ws = game_search.Workspace(workspace, game_search.Progress(quiet=True))
+    groups = game_search.Groups(ws, game_search.COVERAGE)
+    X, _ = _test_split(workspace)
+    shares = groups.sizes / len(X)
+    assert len(groups) > 100
+    assert shares.min() >= 0.05
+    assert shares.max() <= 0.25
+    for k in np.random.default_rng(0).choice(len(groups), 50, replace=False):
+        group = parse_group({"where": groups.where(int(k))}, _dictionary(), X=X)
+        assert np.array_equal(group.mask(X, FEATURES), groups.mask(int(k)))
+    # The post-outcome column describes no group.
+    assert all(FEATURES[j] != "comfort_care_order" for j, _, _ in groups.conditions)
+    assert LABEL not in FEATURES
