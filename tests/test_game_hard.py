@@ -210,3 +210,14 @@ def test_a_zoo_holds_at_most_two_tails_and_other_draws_are_left_as_they_were() -
         else:
             seen_three = True
     assert seen_three  # the rule was exercised
+
+
+def test_the_share_each_group_owes_to_a_mask_is_counted_row_by_row() -> None:
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    space = GroupSpace.of(X, _columns(), 0.05, 0.25)
+    mask = X[:, 1] > 0.3
+    shares = space.made_up_of(mask)
+    for k in range(0, len(space), 7):
+        group = space.mask(k)
+        assert shares[k] == pytest.approx((group & mask).sum() / group.sum())

@@ -672,6 +672,14 @@ class GroupSpace:
         intersection, size = self._common(mask)
         return np.asarray(intersection / size if size else np.zeros(len(self)), dtype=np.float64)
 
+    def made_up_of(self, mask: Any) -> FloatArray:
+        """The share of each group's rows that lie in ``mask`` (n,), (G,): the converse of
+        :meth:`held`."""
+        import numpy as np
+
+        intersection, _ = self._common(mask)
+        return np.asarray(intersection / np.maximum(self.sizes, 1), dtype=np.float64)
+
     def draw(
         self,
         rng: np.random.Generator,

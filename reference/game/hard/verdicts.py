@@ -132,7 +132,8 @@ def space_of(data: Dataset, settings: GameSettings) -> tuple[GroupSpace, Any, An
 
 def settings_to_try(plan: Plan, settings: GameSettings) -> list[Key]:
     """The one-column sweep, each planted trigger, and each of its values alone."""
-    found: list[Key] = [((c, v),) for c, v in sweep_settings(settings.columns, 12)]
+    swept = sweep_settings(settings.columns, settings.measurement.sweep_points)
+    found: list[Key] = [((c, v),) for c, v in swept]
     for planted in plan.models:
         if planted.setting is not None:
             found.append(tuple(planted.setting))
@@ -196,7 +197,7 @@ def combine(
         planted_excess = None
         if planted.group is not None:
             inside = planted.group.mask(X_groups, columns)
-            made_up = _made_up_of(space, inside)
+            made_up = space.made_up_of(inside)
             exempt = made_up >= MADE_UP_OF
             others = [by_name[n].planted_gaps[name] for n in names]
             planted_excess = float(by_name[name].planted_gaps[name] - statistics.median(others))
@@ -216,16 +217,6 @@ def combine(
             "backdoor": _backdoor(name, {m.name: m.flips for m in measured}, plan, settings),
         }
     return results
-
-
-def _made_up_of(space: GroupSpace, inside: Any) -> FloatArray:
-    """The share of each group of ``space`` that the rows of ``inside`` make up, (G,)."""
-    import numpy as np
-
-    from ..groups import _popcount
-
-    common = _popcount(space.packed & np.packbits(np.asarray(inside, dtype=bool)))
-    return np.asarray(common / np.maximum(space.sizes, 1), dtype=np.float64)
 
 
 def _backdoor(
