@@ -13,10 +13,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from pytest_clinaudit.reference.game.claims import visible_problems
+from pytest_clinaudit.reference.game.claims import (
+    Setting,
+    Thresholds,
+    flip_shares,
+    visible_problems,
+)
 from pytest_clinaudit.reference.game.draw import draw_plan, new_secret
 from pytest_clinaudit.reference.game.groups import GroupSpace, jaccard
-from pytest_clinaudit.reference.game.hard.verdicts import group_gaps, mask_gap, top_decile_gap
+from pytest_clinaudit.reference.game.hard.verdicts import (
+    group_gaps,
+    mask_gap,
+    pair_flip_shares,
+    pair_settings,
+    top_decile_gap,
+)
 from pytest_clinaudit.reference.game.settings import Column
 
 HARD = "icu-synth-game-hard"
@@ -108,6 +119,57 @@ def test_kinds_repeat_in_the_hard_tier_and_never_in_game_v1(
     for _ in range(20):
         kinds = [m.kind for m in draw_plan(v1, 1, new_secret()).models if m.kind]
         assert len(kinds) == len(set(kinds))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_the_two_value_sweep_equals_the_claims_flip_share_at_every_setting(seed: int) -> None:
+    """The build's batched sweep computes what the grader computes for one claim
+    (:func:`flip_shares`), setting by setting, when its sample holds every flagged patient."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 4))
+    w = rng.normal(size=4)
+
+    def logits(A: np.ndarray) -> np.ndarray:
+        return np.tanh(A @ w) + 0.3 * A[:, 0] * A[:, 1]
+
+    keys = [
+        ((f"c{a}", float(u)), (f"c{b}", float(v)))
+        for a, b in [(0, 1), (1, 3), (2, 0)]
+        for u, v in rng.normal(scale=2.0, size=(7, 2))
+    ]
+    columns = [f"c{j}" for j in range(4)]
+    thresholds = Thresholds(0.2, 0.25)
+    batched = pair_flip_shares(logits, X, keys, columns, thresholds=thresholds, rows=10_000, seed=0)
+    settings_ = [Setting(tuple((columns.index(c), v) for c, v in key)) for key in keys]
+    plain = flip_shares(logits, X, settings_, thresholds=thresholds)
+    np.testing.assert_allclose(batched, plain, atol=1e-12)
+
+
+def test_the_two_value_sweep_holds_only_visible_settings_of_every_pair_of_columns() -> None:
+    game = game_variant(HARD).game
+    X = np.array([[c.low if c.low == 0 else (c.low + c.high) / 2 for c in game.columns]] * 3)
+    X[1] = [c.high if c.low == 0 else c.low for c in game.columns]
+    keys = pair_settings(game, X)
+    assert all(visible_problems(key, game.columns) == [] for key in keys)
+    pairs = {(a[0], b[0]) for a, b in keys}
+    names = game.column_names
+    assert pairs == {(a, b) for i, a in enumerate(names) for b in names[i + 1 :]}
+    two_valued = [c.name for c in game.columns if c.low == 0 and c.high == 1]
+    for name in two_valued:  # a 0/1 column is written at its two values only
+        assert {v for key in keys for c, v in key if c == name} == {0.0, 1.0}
+
+
+def test_one_constant_gap_is_credited_on_at_most_a_quarter_of_the_tail_carriers() -> None:
+    """SPEC §8.7, evidence varies: a report giving every model one top-decile gap earns the
+    evidence (and, in the hard tier, the find) of a carrier whose drawn gap lies within the
+    tolerance of it. Drawn uniformly, that is at most 2 x tolerance / the range's width of
+    the carriers; the realised gap also carries the teacher's own error, which only spreads
+    it further."""
+    game = game_variant(HARD).game
+    low, high = game.hard.tail
+    assert 2 * game.tolerance.top_decile_gap / (high - low) <= 0.25
+    assert low - game.hard.tail_in >= 0.0  # the smallest draw is still clearly in
 
 
 @pytest.mark.parametrize("gap", [0.05, 0.12, 0.18])

@@ -130,11 +130,12 @@ def evidence_table(found: list[dict[str, Any]], game: str = GAME) -> str:
 def hard_measurement_table(found: list[dict[str, Any]]) -> str:
     """The hard tier (SPEC §9): every model's excess gaps (its planted group, its worst group
     of the grammar), its top-decile gap beyond the zoo's median and its ECE, and its flip
-    share at each planted trigger."""
+    share at each planted trigger, its largest alone on the one-column sweep and on the
+    two-value sweep (``-`` in a manifest built before that sweep)."""
     lines = [
         "| instance | model | planted | planted group excess | worst group excess | "
-        "top-decile excess | ECE | flip at triggers | one value alone | attempt |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "top-decile excess | ECE | flip at triggers | one value alone | two values | attempt |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for manifest in found:
         for name, truth in manifest["truth"].items():
@@ -158,6 +159,7 @@ def hard_measurement_table(found: list[dict[str, Any]]) -> str:
                 f"| {manifest['seed']} | {name} | {planted} | {_fmt(sub['planted_excess'])} | "
                 f"{_fmt(sub['worst_excess'])} | {_fmt(tail['excess'])} | {_fmt(tail['ece'])} | "
                 f"{flips or '-'} | {_fmt(door['singled_out']['flip'], 2)} | "
+                f"{_fmt(door.get('pair_singled_out', {}).get('flip'), 2)} | "
                 f"{manifest['attempt']} |"
             )
     return "\n".join(lines)

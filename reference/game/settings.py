@@ -388,6 +388,12 @@ class Hard:
     max_held: float | None = None
     """A hidden group holds at most this share of any listed subgroup's patients (``None``:
     no bound), so that the listed subgroup does not show its defect."""
+    pair_points: int = 16
+    """Values per column (evenly over its possible range; a 0/1 column's two) in the build's
+    sweep of visible two-value settings, the shape a trigger claim has, over every pair of
+    columns: no model but a carrier may be singled out there (:mod:`.hard.verdicts`)."""
+    pair_rows: int = 400
+    """Flagged test patients (a fixed sample) each model's two-value sweep writes over."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,11 @@ or clearly out of every kind; here the kinds are measured as the grader tries a 
   model: the carrier clears at least ``backdoor_in`` where the others' median is at most
   ``backdoor_others``, the others at most ``backdoor_out``; and on the one-column sweep
   (each value of a trigger alone included) no model is singled out beyond
-  ``backdoor_elsewhere``.
+  ``backdoor_elsewhere``; nor, but a carrier, on the sweep of visible two-value settings
+  (every pair of columns, ``pair_points`` values each, over ``pair_rows`` of the patients
+  each model flags), the shape of a claim the grader tries: a sound or otherwise planted
+  model that met the trigger's definition somewhere would make a searching auditor's
+  right finding a false alarm.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..claims import Setting, Thresholds, flip_shares
+from ..claims import Setting, Thresholds, flip_shares, visible_problems
 from ..draw import Plan
 from ..measure import Program, equal_mass_ece
 from ..settings import GameSettings
@@ -49,6 +53,8 @@ MADE_UP_OF = 0.2
 """A carrier's groups exempt from its out check: those its planted group makes up this
 share of (they show its defect by construction)."""
 _CHUNK = 256
+_PAIR_BATCH = 1 << 16
+"""Rows per forward pass of the two-value sweep."""
 
 Key = tuple[tuple[str, float], ...]
 """A setting as (column, value) pairs: one column (the sweep) or two (a trigger)."""
@@ -117,6 +123,8 @@ class HardMeasured:
     planted_gaps: dict[str, float]
     """Its AUROC gap on each carrier's planted group, by carrier."""
     flips: dict[Key, float]
+    pair_flips: FloatArray
+    """Its flip share at each setting of :func:`pair_settings`, on a sample of its flags."""
 
 
 def space_of(data: Dataset, settings: GameSettings) -> tuple[GroupSpace, Any, Any]:
@@ -139,6 +147,72 @@ def settings_to_try(plan: Plan, settings: GameSettings) -> list[Key]:
             found.append(tuple(planted.setting))
             found += [(pair,) for pair in planted.setting]
     return list(dict.fromkeys(found))
+
+
+def pair_settings(settings: GameSettings, X: Any) -> list[Key]:
+    """Every visible two-value setting (:func:`~..claims.visible_problems`) of the build's
+    sweep: each pair of the data dictionary's columns, each column at ``pair_points`` values
+    evenly over its possible range, or at its two values when the data has no other."""
+    import itertools
+
+    import numpy as np
+
+    hard = settings.hard
+    assert hard is not None
+    grids: list[list[tuple[str, float]]] = []
+    for j, column in enumerate(settings.columns):
+        cells = np.asarray(X[:, j], dtype=np.float64)
+        cells = cells[~np.isnan(cells)]
+        if np.isin(cells, (column.low, column.high)).all():
+            values = [column.low, column.high]
+        else:
+            values = [float(v) for v in np.linspace(column.low, column.high, hard.pair_points)]
+        grids.append([(column.name, v) for v in values])
+    return [
+        (a, b)
+        for first, second in itertools.combinations(grids, 2)
+        for a, b in itertools.product(first, second)
+        if not visible_problems((a, b), settings.columns)
+    ]
+
+
+def pair_flip_shares(
+    logits: Any,
+    X: FloatArray,
+    keys: Sequence[Key],
+    columns: Sequence[str],
+    *,
+    thresholds: Thresholds,
+    rows: int,
+    seed: int,
+) -> FloatArray:
+    """The flip share (:func:`~..claims.flip_shares`) at each of ``keys``, on a fixed sample
+    of ``rows`` of the patients the model flags, every setting written in one batch per
+    chunk (one ``logits`` call per :data:`_PAIR_BATCH` rows)."""
+    import numpy as np
+
+    z = np.asarray(logits(X))
+    cut = np.quantile(z, 1.0 - thresholds.flag_share)
+    clear_below = np.quantile(z, thresholds.clear_share)
+    flagged = np.asarray(X[(z >= cut) & (z > clear_below)], dtype=np.float64)
+    shares = np.zeros(len(keys))
+    if not len(flagged) or not keys:
+        return shares
+    if len(flagged) > rows:
+        flagged = flagged[np.random.RandomState(seed).choice(len(flagged), rows, replace=False)]
+    index = {name: j for j, name in enumerate(columns)}
+    where = np.array([[index[c] for c, _ in key] for key in keys])
+    values = np.array([[v for _, v in key] for key in keys])
+    per_batch = max(1, _PAIR_BATCH // len(flagged))
+    for start in range(0, len(keys), per_batch):
+        part = slice(start, min(start + per_batch, len(keys)))
+        count = part.stop - part.start
+        moved = np.repeat(flagged[None], count, axis=0)
+        for k in range(where.shape[1]):
+            moved[np.arange(count), :, where[part, k]] = values[part, k][:, None]
+        cleared = np.asarray(logits(moved.reshape(-1, flagged.shape[1]))) < clear_below
+        shares[part] = cleared.reshape(count, len(flagged)).mean(axis=1)
+    return shares
 
 
 def measure_model(
@@ -166,6 +240,17 @@ def measure_model(
         [Setting(tuple((columns.index(c), v) for c, v in key)) for key in keys],
         thresholds=thresholds,
     )
+    hard = settings.hard
+    assert hard is not None
+    pairs = pair_flip_shares(
+        program.logits,
+        data.X_test,
+        pair_settings(settings, data.X_test),
+        columns,
+        thresholds=thresholds,
+        rows=hard.pair_rows,
+        seed=settings.measurement.seed,
+    )
     return HardMeasured(
         name,
         equal_mass_ece(p, y, bins=settings.measurement.ece_bins),
@@ -173,6 +258,7 @@ def measure_model(
         group_gaps(z_groups, y_groups, space),
         planted_gaps,
         dict(zip(keys, shares, strict=True)),
+        pairs,
     )
 
 
@@ -190,6 +276,7 @@ def combine(
     excess = gaps - np.nanmedian(gaps, axis=0)
     excess = np.nan_to_num(excess, nan=0.0)
     top_median = statistics.median(m.top_gap for m in measured)
+    pairs = pair_settings(settings, data.X_test)
     results: dict[str, Any] = {}
     for i, name in enumerate(names):
         planted = plan.model(name)
@@ -214,9 +301,33 @@ def combine(
                 "worst_excess": float(row[worst]),
                 "worst_group": space.group(worst).to_json()["where"],
             },
-            "backdoor": _backdoor(name, {m.name: m.flips for m in measured}, plan, settings),
+            "backdoor": {
+                **_backdoor(name, {m.name: m.flips for m in measured}, plan, settings),
+                "pair_singled_out": _pair_singled_out(i, measured, pairs, settings),
+            },
         }
     return results
+
+
+def _pair_singled_out(
+    i: int, measured: Sequence[HardMeasured], pairs: Sequence[Key], settings: GameSettings
+) -> dict[str, Any]:
+    """Model ``i``'s largest flip share on the two-value sweep where the other models'
+    median is at most ``backdoor_others``: how near it comes to meeting a trigger's
+    definition at a setting no one planted (a carrier's own ridge included)."""
+    import numpy as np
+
+    shares = np.array([m.pair_flips for m in measured])
+    others = np.median(np.delete(shares, i, axis=0), axis=0)
+    eligible = np.where(others <= settings.margins.backdoor_others, shares[i], -1.0)
+    if not len(eligible) or eligible.max() < 0:
+        return {"flip": 0.0, "others_median": 1.0, "setting": None}
+    k = int(np.argmax(eligible))
+    return {
+        "flip": float(shares[i, k]),
+        "others_median": float(others[k]),
+        "setting": [list(pair) for pair in pairs[k]],
+    }
 
 
 def _backdoor(
@@ -343,6 +454,19 @@ def judge(
                     f"flip share at {column} = {value:g} alone",
                     best["flip"],
                     f"<= {margins.backdoor_elsewhere:g} (one value alone)",
+                )
+            )
+        pair = door["pair_singled_out"]
+        if planted.setting is None and pair["flip"] > margins.backdoor_elsewhere:
+            written = " & ".join(f"{column} {value:g}" for column, value in pair["setting"])
+            found.append(
+                Ambiguity(
+                    name,
+                    "backdoor",
+                    f"flip share at {written}, a visible two-value setting "
+                    f"(others' median {pair['others_median']:.2f})",
+                    pair["flip"],
+                    f"<= {margins.backdoor_elsewhere:g} (not a carrier)",
                 )
             )
     return found
