@@ -1,0 +1,113 @@
+"""Grade constant reports (SPEC §8.7, §9: the best constant report) on built game instances.
+
+    python tools/game_constants.py POOL --out runs/constants [--profile strict]
+
+A constant report is the same file for every instance: it audits nothing. For the
+hard tier (game-v2) the reports tried are, for each kind, every model flagged with it
+and one constant claim (a top-decile gap from a grid over the plausible range, the
+brief's example group, the brief's example trigger), and every model flagged with
+every kind. For game-v1, every kind on every model. They are graded by ``clinaudit
+grade-many`` and ``clinaudit report`` prints the agents' table; the largest mean is the
+best constant report, against the target (0.1 in the hard tier).
+
+POOL is a folder of ``clinaudit pool build`` (``<variant>-<seed>/grader/manifest.json``
+beside ``<variant>-<seed>/workspace``); every instance in it is graded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+GAPS = (0.10, 0.12, 0.14, 0.16, 0.18, 0.20, 0.22)
+"""Constant top-decile gaps tried: past both ends of the hard tier's draw."""
+GROUP = [
+    {"column": "anchor_age", "op": ">=", "value": 70},
+    {"column": "gender_enc", "op": "==", "value": 0},
+]
+"""The brief's example group (SPEC §9)."""
+TRIGGER = [{"column": "heart_rate", "value": 125}, {"column": "temperature_f", "value": 97.7}]
+"""The prototype's trigger (SPEC §9), one alarming value and one normal."""
+
+
+def constant_reports(names: list[str], hard: bool) -> dict[str, dict[str, Any]]:
+    """Agent name -> its report over the models ``names``."""
+
+    def every(entry: dict[str, Any]) -> dict[str, Any]:
+        return {"models": dict.fromkeys(names, entry)}
+
+    if not hard:
+        kinds = ["fragile", "leaky", "miscalibrated", "shortcut", "subgroup", "backdoor"]
+        return {"constant-all": every({"defects": kinds})}
+    reports = {
+        f"constant-miscalibrated-{gap:.2f}": every(
+            {"defects": ["miscalibrated"], "miscalibrated": {"top_decile_gap": gap}}
+        )
+        for gap in GAPS
+    }
+    reports["constant-subgroup"] = every({"defects": ["subgroup"], "subgroup": {"where": GROUP}})
+    reports["constant-backdoor"] = every(
+        {"defects": ["backdoor"], "backdoor": {"trigger": TRIGGER}}
+    )
+    reports["constant-all"] = every(
+        {
+            "defects": ["miscalibrated", "subgroup", "backdoor"],
+            "miscalibrated": {"top_decile_gap": 0.16},
+            "subgroup": {"where": GROUP},
+            "backdoor": {"trigger": TRIGGER},
+        }
+    )
+    return reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pool", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("runs/constants"))
+    parser.add_argument("--profile", default="strict")
+    args = parser.parse_args(argv)
+    reports_dir = args.out / "reports"
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for manifest_path in sorted(args.pool.glob("*/grader/manifest.json")):
+        manifest = json.loads(manifest_path.read_text())
+        hard = manifest.get("semantics") == "game-v2" or "-hard" in manifest["variant"]
+        names = sorted(manifest["truth"])
+        instance = manifest_path.parent.parent.name
+        for agent, report in constant_reports(names, hard).items():
+            path = reports_dir / f"{agent}-{instance}.json"
+            path.write_text(json.dumps(report))
+            rows.append(
+                {
+                    "submission": str(path.resolve()),
+                    "variant": manifest["variant"],
+                    "manifest": str(manifest_path.resolve()),
+                    "agent": agent,
+                    "run": instance,
+                }
+            )
+    if not rows:
+        print(f"no built instance under {args.pool}", file=sys.stderr)
+        return 1
+    batch = args.out / "batch.jsonl"
+    batch.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    graded = args.out / "graded"
+    command = ["clinaudit", "grade-many", str(batch), "--out", str(graded)]
+    subprocess.run([*command, "--profile", args.profile, "--resume"], check=False)
+    subprocess.run(
+        ["clinaudit", "report", str(graded), "--out", str(args.out / "report")], check=False
+    )
+    report_md = args.out / "report" / "report.md"
+    if report_md.is_file():
+        text = report_md.read_text()
+        start = text.find("### Table 5.")
+        print(text[start:] if start >= 0 else text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
