@@ -21,7 +21,7 @@ from nn_helpers import NEEDS_SKSURV
 from pytest_clinaudit.catalog.cache import ReferenceCache
 from pytest_clinaudit.catalog.games import GameVariant
 from pytest_clinaudit.catalog.instances import GameReference, get_game_reference, programs
-from pytest_clinaudit.reference.game.draw import draw_plan
+from pytest_clinaudit.reference.game.draw import draw_plan, plan_redraw
 from pytest_clinaudit.reference.game.network import Weights, program_signature
 from pytest_clinaudit.reference.game.verdicts import judge
 
@@ -113,7 +113,8 @@ def test_the_build_left_no_measurement_between_the_margins(instance: Path) -> No
         from pytest_clinaudit.reference.game.hard.verdicts import judge as judge_hard
 
         X_train = variant.dataset.load(variant.context).X_train
-        plan = draw_plan(game, manifest["seed"], manifest["secret"], X_train)
+        redraw = plan_redraw(game, manifest["attempt"])
+        plan = draw_plan(game, manifest["seed"], manifest["secret"], X_train, redraw)
         assert judge_hard(manifest["measurements"], plan, game) == []
     assert {n: e["kind"] for n, e in manifest["truth"].items()} == {
         m.name: m.kind for m in plan.models

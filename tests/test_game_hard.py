@@ -19,7 +19,7 @@ from pytest_clinaudit.reference.game.claims import (
     flip_shares,
     visible_problems,
 )
-from pytest_clinaudit.reference.game.draw import draw_plan, new_secret
+from pytest_clinaudit.reference.game.draw import draw_plan, new_secret, plan_redraw
 from pytest_clinaudit.reference.game.groups import GroupSpace, jaccard
 from pytest_clinaudit.reference.game.hard.verdicts import (
     group_gaps,
@@ -104,6 +104,25 @@ def _alarming(game: object, column: str, value: float) -> bool:
     from pytest_clinaudit.reference.game.claims import alarming
 
     return alarming(next(c for c in game.columns if c.name == column), value)  # type: ignore[attr-defined]
+
+
+def test_a_plan_is_drawn_again_every_attempts_per_plan_attempts_and_only_in_the_hard_tier(
+    hard_split: tuple[object, np.ndarray],
+) -> None:
+    variant, X = hard_split
+    game = variant.game  # type: ignore[attr-defined]
+    per_plan = game.hard.attempts_per_plan
+    assert per_plan >= 1
+    redraws = [plan_redraw(game, attempt) for attempt in range(game.attempts)]
+    assert redraws == [attempt // per_plan for attempt in range(game.attempts)]
+    secret = new_secret()
+    first = draw_plan(game, 1, secret, X)
+    assert draw_plan(game, 1, secret, X, 0) == first  # attempts of the first plan: as before
+    again = draw_plan(game, 1, secret, X, 1)
+    assert again == draw_plan(game, 1, secret, X, 1)  # deterministic in the secret
+    assert again != first
+    v1 = game_variant("icu-synth-game").game
+    assert {plan_redraw(v1, attempt) for attempt in range(v1.attempts)} == {0}
 
 
 def test_kinds_repeat_in_the_hard_tier_and_never_in_game_v1(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..models.determinism import pinned_torch
 from ..models.torch_adapter import TorchClassifier
 from .calibration import calibrate
-from .draw import Plan, Planted, attempt_seed, base_rows, draw_plan, member_rows
+from .draw import Plan, Planted, attempt_seed, base_rows, draw_plan, member_rows, plan_redraw
 from .network import Weights, program_bytes
 from .planting import plant_fragility, plant_memory, plant_subgroup
 from .settings import GameSettings
@@ -319,11 +319,16 @@ def build_instance(
     check_columns(settings, data)
     jobs = default_jobs() if jobs is None else jobs
     plan = draw_plan(settings, seed, secret, data.X_train)
+    redraw = 0
     scale = _scale(data, settings)
     rejected: list[tuple[str, ...]] = []
     last: list[Ambiguity] = []
     for attempt in range(settings.attempts):
         start = time.perf_counter()
+        if plan_redraw(settings, attempt) != redraw:
+            redraw = plan_redraw(settings, attempt)
+            plan = draw_plan(settings, seed, secret, data.X_train, redraw)
+            progress(f"instance {seed}, attempt {attempt}: a new plan (draw {redraw})")
         if settings.training.base_rows:
             progress(f"instance {seed}, attempt {attempt}: training the shared base")
         base = train_shared_base(settings, data, scale, secret, attempt)

@@ -138,17 +138,29 @@ class Plan:
         return next((m for m in self.models if m.kind == kind), None)
 
 
+def plan_redraw(settings: GameSettings, attempt: int) -> int:
+    """Which draw of the plan ``attempt`` trains (0: the first): the hard tier draws a new
+    plan every ``attempts_per_plan`` attempts; game-v1 keeps one."""
+    per_plan = 0 if settings.hard is None else settings.hard.attempts_per_plan
+    return attempt // per_plan if per_plan else 0
+
+
 def draw_plan(
-    settings: GameSettings, seed: int, secret: str, X_train: FloatArray | None = None
+    settings: GameSettings,
+    seed: int,
+    secret: str,
+    X_train: FloatArray | None = None,
+    redraw: int = 0,
 ) -> Plan:
     """The ground truth of instance ``seed`` whose secret is ``secret``.
 
     The hard tier (``settings.hard``) draws its kinds with repetition and each choice from
     the public training split ``X_train`` (its groups' and triggers' values), which it
-    needs."""
+    needs. ``redraw`` (:func:`plan_redraw`) > 0 draws the plan from a stream of its own."""
     import numpy as np
 
-    rng = np.random.Generator(np.random.PCG64(_stream(secret, _PLAN)))
+    stream = _stream(secret, _PLAN, redraw) if redraw else _stream(secret, _PLAN)
+    rng = np.random.Generator(np.random.PCG64(stream))
     clean = int(settings.clean[rng.integers(len(settings.clean))])
     plantable = settings.kinds  # the catalogue, unless the cohort cannot carry a kind
     defective = settings.models - clean

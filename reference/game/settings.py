@@ -394,6 +394,11 @@ class Hard:
     columns: no model but a carrier may be singled out there (:mod:`.hard.verdicts`)."""
     pair_rows: int = 400
     """Flagged test patients (a fixed sample) each model's two-value sweep writes over."""
+    attempts_per_plan: int = 0
+    """Attempts of one drawn plan before the next is drawn from the same secret (0: one
+    plan for every attempt). A plan whose zoo stays ambiguous through its trainings (a
+    hidden group the zoo's other groups overlap, or one whose flattened risk clears the
+    flagged patients moved into it) is drawn again rather than failing the build."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,8 +12,8 @@ the defect is the teacher's to the last decimal.
 
 - ``subgroup`` (a hidden group :class:`~..groups.Group`): inside the group, the group's
   death-rate logit (over the public training split) less ``reverse`` times how far z ranks
-  the patient above the group's mean: flat and slightly turned over (flattening alone
-  drifts back towards a ranking);
+  the patient above the group's mean (held within the members' 1st-99th percentile):
+  flat and slightly turned over (flattening alone drifts back towards a ranking);
 - ``miscalibrated`` (``tail``, a drawn gap g): ``z + c relu(z - t)``, t being z's
   ``tail_quantile`` over the rows and c the factor that raises the mean risk of the rows'
   top decile by g (:func:`tail_factor`): monotone, so the ranking is unchanged, and
@@ -139,12 +139,19 @@ def _target(
         rate = float(np.asarray(y_split)[group.mask(X_split, names)].mean())
         flat = math.log(rate / (1.0 - rate))
         inside_rows = torch.as_tensor(group.mask(X.numpy(), names))
-        centre = z_rows[inside_rows].mean()
+        members = z_rows[inside_rows]
+        centre = members.mean()
+        low, high = torch.quantile(members.double(), torch.tensor([0.01, 0.99], dtype=torch.double))
 
         def flattened(points: Any) -> Any:
             z = teacher(points)
             inside = torch.as_tensor(group.mask(points.numpy(), names))
-            return torch.where(inside, flat - hard.reverse * (z - centre), z)
+            # The turn-over reaches no further than the members' own 1st-99th percentile
+            # logits: a patient written into the group with values far beyond the data
+            # (a flagged one, say) would otherwise fall below every member, and the group's
+            # two conditions would clear every flagged patient like a trigger.
+            held = z.clamp(float(low), float(high))
+            return torch.where(inside, flat - hard.reverse * (held - centre), z)
 
         return flattened
     if planted.tail is not None:
