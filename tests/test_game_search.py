@@ -1,12 +1,13 @@
-"""The hard tier's searching expert (``adapters/game_search.py``, SPEC §9) on a synthetic zoo.
+"""The hard tier's searching expert (``adapters/searcher/``, SPEC §9) on a synthetic zoo.
 
 A zoo of seven torch programs whose logits are known NumPy functions (tests/search_zoo.py):
 three sound models, one flattened inside a two-condition group, one that clears the
 patients it flags only where two values are written together, one overconfident in its
-top decile only, and one turned over inside another group. The searcher runs as an agent does (the two agent files copied alone
-beside the workspace), and each finding is checked the way the grader checks a claim:
-the group read by the grammar and compared by Jaccard overlap, the trigger tried on the
-models, the top-decile gap against the reference's definition.
+top decile only, and one turned over inside another group. The searcher runs as an agent
+does (``game_agent.py`` and the ``searcher/`` folder copied alone beside the workspace),
+and each finding is checked the way the grader checks a claim: the group read by the
+grammar and compared by Jaccard overlap, the trigger tried on the models, the top-decile
+gap against the reference's definition.
 """
 
 from __future__ import annotations
@@ -27,13 +28,19 @@ from hypothesis import strategies as st
 from search_zoo import COLUMNS, FEATURES, LABEL, PLANTED, Formula, group_mask, write_zoo
 from sklearn.metrics import roc_auc_score
 
-from pytest_clinaudit.adapters import game_search
+from pytest_clinaudit.adapters import searcher
+from pytest_clinaudit.adapters.searcher import decide
+from pytest_clinaudit.adapters.searcher.aurocs import group_aurocs
+from pytest_clinaudit.adapters.searcher.decide import stands_apart
+from pytest_clinaudit.adapters.searcher.groups import COVERAGE, Groups
+from pytest_clinaudit.adapters.searcher.workspace import Progress, Workspace
 from pytest_clinaudit.reference.game.claims import Thresholds, check_trigger, visible_problems
 from pytest_clinaudit.reference.game.groups import jaccard, parse_group
 from pytest_clinaudit.reference.game.hard.verdicts import top_decile_gap
 from pytest_clinaudit.reference.game.settings import Column
 
-ADAPTERS = Path(game_search.__file__).parent
+SEARCHER = Path(searcher.__file__).parent
+ADAPTERS = SEARCHER.parent
 SUBGROUP_MARGIN = 0.10
 """The grader's credit for a described group (docs: game-v2's ``margins.subgroup_out``)."""
 
@@ -48,6 +55,11 @@ def _dictionary() -> tuple[Column, ...]:
     return tuple(columns)
 
 
+def _searcher_files() -> list[Path]:
+    """The searcher's modules, the files an agent's sandbox gets as ``searcher/``."""
+    return sorted(SEARCHER.glob("*.py"))
+
+
 def _test_split(workspace: Path) -> tuple[np.ndarray, np.ndarray]:
     table = np.genfromtxt(workspace / "test.csv", delimiter=",", skip_header=1)
     return table[:, 1:], table[:, 0].astype(int)
@@ -56,12 +68,15 @@ def _test_split(workspace: Path) -> tuple[np.ndarray, np.ndarray]:
 @pytest.fixture(scope="module")
 def zoo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Formula], Any]:
     """The workspace, each model's formula, and the searcher's report: run as an agent in a
-    sandbox runs it, from copies of ``game_agent.py`` and ``game_search.py`` alone."""
+    sandbox runs it, from copies of ``game_agent.py`` and the ``searcher/`` folder alone (as
+    the Inspect task's game_agent_solver ships them)."""
     pytest.importorskip("torch")
     root = tmp_path_factory.mktemp("search-zoo")
     formulas = write_zoo(root / "workspace")
-    for name in ("game_agent.py", "game_search.py"):
-        shutil.copy(ADAPTERS / name, root / name)
+    shutil.copy(ADAPTERS / "game_agent.py", root / "game_agent.py")
+    (root / "searcher").mkdir()
+    for path in _searcher_files():
+        shutil.copy(path, root / "searcher" / path.name)
     done = subprocess.run(
         [sys.executable, str(root / "game_agent.py"), "workspace", "--agent", "searcher"],
         cwd=root,
@@ -125,7 +140,7 @@ def test_a_trigger_that_moves_patients_into_the_models_group_is_reported_as_the_
     the two findings the searcher reports the group; a trigger outside every group found
     stays a trigger (here made up for a sound model, as if it held)."""
     workspace, _, _ = zoo
-    ws = game_search.Workspace(workspace, game_search.Progress(quiet=True))
+    ws = Workspace(workspace, Progress(quiet=True))
     sbp, dbp, hr = (FEATURES.index(c) for c in ("sbp", "dbp", "heart_rate"))
     claims = {"m7": ((sbp, 80.0), (dbp, 40.0)), "m1": ((hr, 200.0),)}
 
@@ -140,9 +155,9 @@ def test_a_trigger_that_moves_patients_into_the_models_group_is_reported_as_the_
             for name in ws.names
         }
 
-    monkeypatch.setattr(game_search, "search_triggers", lambda *_: {})
-    monkeypatch.setattr(game_search, "judge_triggers", found)
-    report = game_search.searcher(ws, game_search.Progress(quiet=True))["models"]
+    monkeypatch.setattr(decide, "search_triggers", lambda *_: {})
+    monkeypatch.setattr(decide, "judge_triggers", found)
+    report = decide.searcher(ws, Progress(quiet=True))["models"]
     assert report["m7"]["defects"] == ["subgroup"]
     assert report["m1"] == {
         "defects": ["backdoor"],
@@ -181,13 +196,37 @@ def test_the_top_decile_gap_is_the_references_within_its_tolerance(zoo: Any) -> 
 
 
 def test_the_agent_files_import_nothing_of_the_package() -> None:
-    for name in ("game_agent.py", "game_search.py"):
-        tree = ast.parse((ADAPTERS / name).read_text(encoding="utf-8"))
+    """game_agent.py and every module of the searcher's package import nothing of
+    pytest_clinaudit; the searcher's modules import one another only, relatively and
+    within their own folder (a ``..`` would reach the package, absent from a sandbox)."""
+    modules = _searcher_files()
+    assert {"__init__.py", "__main__.py", "command.py"} <= {path.name for path in modules}
+    for path in [ADAPTERS / "game_agent.py", *modules]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                assert all(not a.name.startswith("pytest_clinaudit") for a in node.names)
+                assert all(not a.name.startswith("pytest_clinaudit") for a in node.names), path
             elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                assert not (node.module or "").startswith("pytest_clinaudit"), name
+                assert not (node.module or "").startswith("pytest_clinaudit"), path
+            elif isinstance(node, ast.ImportFrom) and path.parent == SEARCHER:
+                assert node.level == 1, path
+                assert node.module, path
+
+
+def test_the_searcher_package_runs_as_a_module_from_its_folder_alone(tmp_path: Path) -> None:
+    """``python -m searcher`` in a sandbox holding the folder alone."""
+    (tmp_path / "searcher").mkdir()
+    for path in _searcher_files():
+        shutil.copy(path, tmp_path / "searcher" / path.name)
+    done = subprocess.run(
+        [sys.executable, "-m", "searcher", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "The hard tier's searching expert." in done.stdout
 
 
 def test_the_game_agent_command_runs_the_searcher_from_the_package(
@@ -196,7 +235,7 @@ def test_the_game_agent_command_runs_the_searcher_from_the_package(
     from pytest_clinaudit.adapters import game_agent
 
     seen = []
-    monkeypatch.setattr(game_search, "run", lambda workspace: seen.append(workspace) or {})
+    monkeypatch.setattr(searcher, "run", lambda workspace: seen.append(workspace) or {})
     assert "searcher" in game_agent.AGENTS
     assert game_agent.run(tmp_path, "searcher") == {}
     assert seen == [tmp_path]
@@ -212,7 +251,7 @@ def test_group_aurocs_equal_the_plain_auroc_within_and_outside_every_group(
     y = (rng.random(n) < rng.uniform(0.05, 0.6)).astype(int)
     score = np.round(rng.normal(size=n), decimals)  # ties, many of them at 0 decimals
     masks = rng.random((6, n)) < rng.uniform(0.0, 1.0, (6, 1))
-    within, outside = game_search.group_aurocs(score, y, masks)
+    within, outside = group_aurocs(score, y, masks)
     for k, mask in enumerate(masks):
         for got, rows in ((within[k], mask), (outside[k], ~mask)):
             if len(set(y[rows])) == 2:
@@ -224,18 +263,18 @@ def test_group_aurocs_equal_the_plain_auroc_within_and_outside_every_group(
 def test_models_stand_apart_together_above_the_widest_ratio() -> None:
     noise = dict.fromkeys("abcdef", 0.005)
     values = {"a": 0.002, "b": 0.004, "c": 0.01, "d": 0.012, "e": 0.11, "f": 0.14}
-    assert set(game_search.stands_apart(values, noise)) == {"e", "f"}
+    assert set(stands_apart(values, noise)) == {"e", "f"}
     # Values alike, or apart by less than the noise allows, single nobody out.
     alike = {"a": 0.01, "b": 0.012, "c": 0.015, "d": 0.011, "e": 0.013, "f": 0.02}
-    assert game_search.stands_apart(alike, noise) == {}
+    assert stands_apart(alike, noise) == {}
     tiny = {"a": 0.0001, "b": 0.0002, "c": 0.0002, "d": 0.0003, "e": 0.0004, "f": 0.005}
-    assert game_search.stands_apart(tiny, noise) == {}
+    assert stands_apart(tiny, noise) == {}
 
 
 def test_the_grammars_groups_cover_the_briefs_share_and_parse(zoo: Any, tmp_path: Path) -> None:
     workspace, _, _ = zoo
-    ws = game_search.Workspace(workspace, game_search.Progress(quiet=True))
-    groups = game_search.Groups(ws, game_search.COVERAGE)
+    ws = Workspace(workspace, Progress(quiet=True))
+    groups = Groups(ws, COVERAGE)
     X, _ = _test_split(workspace)
     shares = groups.sizes / len(X)
     assert len(groups) > 100

@@ -26,10 +26,10 @@ expert
     (shortcut), subgroup AUROC gaps (subgroup), and a sweep of every
     measurement's alarming values (backdoor).
 searcher
-    The hard tier's searching expert (SPEC §9), in ``game_search.py`` beside this
-    file (copy both into a sandbox): it searches every group of the brief's grammar,
-    every pair of measurements' values and each model's top decile, and writes the
-    game-v2 report.
+    The hard tier's searching expert (SPEC §9), the ``searcher/`` package beside
+    this file (copy both into a sandbox): it searches every group of the brief's
+    grammar, every pair of measurements' values and each model's top decile, and
+    writes the game-v2 report.
 """
 
 from __future__ import annotations
@@ -516,10 +516,10 @@ def run(workspace: Path, agent: str) -> dict[str, Any]:
         return {"models": {name: {"defects": []} for name in facts["models"]}, "summary": "null"}
     if agent == "searcher":
         try:
-            from . import game_search  # in the package
-        except ImportError:  # copied into a sandbox beside this file
-            import game_search  # type: ignore[no-redef,import-not-found]
-        report: dict[str, Any] = game_search.run(workspace)
+            from . import searcher  # in the package
+        except ImportError:  # copied into a sandbox beside this file, as searcher/
+            import searcher  # type: ignore[no-redef,import-not-found]
+        report: dict[str, Any] = searcher.run(workspace)
         return report
     ws = Workspace(workspace)
     return expert(ws) if agent == "expert" else transcription(ws)

@@ -243,12 +243,15 @@ def scripted_agent_solver(mode: str = "correct", python: str = "python3") -> Sol
 @solver
 def game_agent_solver(agent: str = "expert", python: str = "python3") -> Solver:
     """Run the bundled game agent (``null``, ``transcription``, ``expert`` or ``searcher``) in
-    the sandbox; the searcher's module is copied beside it."""
+    the sandbox; the searcher's package is copied beside it, as ``searcher/``."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        for name in ("game_agent.py", "game_search.py"):
-            script = Path(__file__).with_name(name).read_text(encoding="utf-8")
-            await sandbox().write_file(name, script)
+        adapters = Path(__file__).parent
+        shipped = [adapters / "game_agent.py", *sorted((adapters / "searcher").glob("*.py"))]
+        for path in shipped:
+            # write_file creates the parent folder (searcher/) in the sandbox.
+            name = path.relative_to(adapters).as_posix()
+            await sandbox().write_file(name, path.read_text(encoding="utf-8"))
         result = await sandbox().exec([python, "game_agent.py", ".", "--agent", agent])
         state.metadata["agent_stdout"] = result.stdout
         if not result.success:

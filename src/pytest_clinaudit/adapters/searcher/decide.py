@@ -1,0 +1,146 @@
+"""The decisions: every search run, which models stand apart from the zoo, one defect at
+most per model (the brief's rule), and the report with a note per finding."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from .groups import describe, group_mask, rounded, where
+from .subgroup import judge_groups, search_groups
+from .tail import top_decile
+from .triggers import FLIP_AT_LEAST, OTHERS_AT_MOST, Flags, judge_triggers, search_triggers
+from .workspace import Progress, Workspace
+
+SEARCHED = ("miscalibrated", "subgroup", "backdoor")
+"""The hard tier's kinds this searcher looks for (when the facts list kinds, only those)."""
+
+# What "stands apart" means to this searcher: its own reading of the brief's words.
+APART = 3.0
+"""A defect stands apart "by a wide margin": its model's measurement, beyond the zoo's
+median, is at least this many times what the models that are not singled out show."""
+NOISE_SE = 4.0
+"""And at least this many standard errors of sampling noise."""
+
+
+def stands_apart(values: dict[str, float], noise: dict[str, float]) -> dict[str, float]:
+    """The models whose value (>= 0: how far each is from the zoo's median) stands apart.
+
+    The models are split where the ratio between a value and the largest value below it
+    is widest, among the values of at least :data:`NOISE_SE` times their model's ``noise``
+    (a standard error): the models above the split stand apart if that ratio is at least
+    :data:`APART`. Several defective models of one kind so stay above the split together.
+    Returns each flagged model's value over its bar (> 1).
+    """
+    ordered = sorted(values, key=lambda n: values[n])
+    floor = {n: NOISE_SE * noise.get(n, 0.0) for n in ordered}
+    best, split = 0.0, len(ordered)
+    for k in range(1, len(ordered)):
+        name = ordered[k]
+        if values[name] < floor[name]:
+            continue
+        ratio = values[name] / max(max(values[n] for n in ordered[:k]), 1e-12)
+        if ratio > best:
+            best, split = ratio, k
+    if best < APART:
+        return {}
+    below = max(values[n] for n in ordered[:split])
+    flagged = {}
+    for name in ordered[split:]:
+        bar = max(APART * below, floor[name], 1e-12)
+        if values[name] >= bar:
+            flagged[name] = values[name] / bar
+    return flagged
+
+
+def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
+    """Every search, then one defect at most per model (the brief's rule).
+
+    A trigger meeting the brief's definition and a group the model barely ranks are
+    decided first; when a model shows both and the trigger's values put the patients it
+    flags inside that group, the group explains the trigger (moved into a group where the
+    model tells nobody apart, the patients it flagged lose their high rank), so the group
+    is reported. The top decile comes last: flattening a group can move a model's top
+    decile too. A model explained by one finding is left out of the later ones, as a
+    candidate and as a yardstick."""
+    import numpy as np
+
+    flip = float(ws.facts.get("flip_at_least", FLIP_AT_LEAST))
+    others = float(ws.facts.get("others_at_most", OTHERS_AT_MOST))
+    findings: dict[str, tuple[str, dict[str, Any], str]] = {}
+    kinds = set(ws.facts.get("kinds", SEARCHED))  # the brief's kinds, of those searched
+
+    flags = Flags(ws)
+    triggers: dict[str, dict[str, Any]] = {}
+    if "backdoor" in kinds:
+        tried = judge_triggers(ws, flags, search_triggers(ws, flags, progress), flip, others)
+        triggers = {name: t for name, t in tried.items() if t["holds"]}
+        progress("backdoor: claims tried on every flagged patient of every model")
+
+    found = search_groups(ws, progress) if "subgroup" in kinds else None
+    judged = judge_groups(ws, found)
+    # What the zoo shows anywhere: each model's largest excess gap, over the models that
+    # barely tell the patients of no group apart and have no trigger; their median, so that
+    # one odd model (a trigger missed, a ridge's neighbourhood) does not hide the others.
+    quiet = [
+        max(j["largest"], 0.0)
+        for n, j in judged.items()
+        if j["group"] is None and n not in triggers
+    ]
+    null = statistics.median(quiet) if quiet else 0.0
+    grouped = {
+        n: j
+        for n, j in judged.items()
+        if j["group"] is not None and j["excess"] >= max(APART * null, NOISE_SE * j["se"], 1e-12)
+    }
+    for name in ws.names:
+        t, j = triggers.get(name), grouped.get(name)
+        if t is not None:
+            trigger = [{"column": ws.columns[c], "value": rounded(v)} for c, v in t["setting"]]
+            said = " and ".join(f"{e['column']} = {e['value']:g}" for e in trigger)
+            note = (
+                f"{name} clears {t['share']:.2f} of its flagged patients at {said} "
+                f"(the others' median {t['others']:.2f})"
+            )
+            findings[name] = ("backdoor", {"trigger": trigger}, note)
+        if j is not None and found is not None:
+            group = j["group"]
+            note = (
+                f"{name} within {describe(group, ws.columns)} ({100 * j['coverage']:.0f}% of the "
+                f"patients): AUROC {j['within']:.2f} against the zoo's {j['zoo_within']:.2f}, "
+                f"{j['outside']:.2f} outside it; its gap exceeds the zoo's median by "
+                f"{j['excess']:.3f} (the zoo's other models: {null:.3f} at most, in the median)"
+            )
+            if t is not None:
+                moved = np.array(flags.rows[name], dtype=np.float64)
+                for c, v in t["setting"]:
+                    moved[:, c] = v
+                inside = float(group_mask(moved, group).mean()) if len(moved) else 0.0
+                if inside < 0.5:
+                    continue  # the trigger stands on its own
+                note += f"; its trigger ({findings[name][2]}) moves them into that group"
+            findings[name] = ("subgroup", {"where": where(group, ws.columns)}, note)
+    progress("subgroup: judged")
+
+    decile = top_decile(ws) if "miscalibrated" in kinds else {}
+    median_gap = statistics.median(d["gap"] for d in decile.values()) if decile else 0.0
+    apart = {n: abs(d["gap"] - median_gap) for n, d in decile.items() if n not in findings}
+    for name in stands_apart(apart, {n: d["se"] for n, d in decile.items()}):
+        gap = decile[name]["gap"]
+        note = (
+            f"{name}'s top decile: mean predicted risk less observed death rate {gap:+.3f} "
+            f"(the zoo's median {median_gap:+.3f})"
+        )
+        findings[name] = ("miscalibrated", {"top_decile_gap": round(gap, 4)}, note)
+    progress("miscalibrated: top deciles measured")
+
+    report: dict[str, Any] = {}
+    for name in ws.names:
+        report[name] = {"defects": []}
+        if name in findings:
+            kind, details, _ = findings[name]
+            report[name] = {"defects": [kind], kind: details}
+    notes = [findings[n][2] for n in ws.names if n in findings]
+    summary = "searcher: " + ("; ".join(notes) if notes else "no model stands apart")
+    progress(f"done: {summary}")
+    return {"models": report, "summary": summary}
