@@ -150,7 +150,7 @@ def hard_measurement_table(found: list[dict[str, Any]]) -> str:
                     + ")"
                 )
             elif "tail" in truth:
-                planted += f" (c {truth['tail']:.2f})"
+                planted += f" (gap {truth['tail']:.2f})"
             sub, tail, door = m["subgroup"], m["miscalibrated"], m["backdoor"]
             flips = ", ".join(
                 f"{carrier} {_fmt(at['flip'], 2)}" for carrier, at in door["at_triggers"].items()
