@@ -40,6 +40,7 @@ from pytest_clinaudit.reference.game.settings import Column
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.games import GameVariant
     from pytest_clinaudit.grading.game_grading import GameGrading
+    from pytest_clinaudit.grading.game_report import Claim
     from pytest_clinaudit.grading.game_zoo import Zoo
 
 JACCARD_AT_LEAST = MAX_JACCARD
@@ -138,6 +139,22 @@ def _listed(problems: Sequence[str]) -> str:
     return "\n".join(shown)
 
 
+def _flagged_claim(
+    g: GameGrading, model: str, kind: str, key: str, shape: str
+) -> tuple[str, Claim, Outcome | None]:
+    """The report's ``models.<model>.<kind>.<key>`` (its path, its claim), or the failing
+    outcome when the model is not flagged ``kind`` alone or the claim is missing or given
+    twice differently (``shape``: how to give it)."""
+    where = f"models.{model}.{kind}.{key}"
+    claim = g.decisions.claim(model, kind, key)
+    blocked = g.needs_flag(model, kind, key)
+    if blocked is not None:
+        return where, claim, blocked
+    if not claim.present or claim.ambiguous:
+        return where, claim, Outcome.fail(f"{where}: {claim.describe()}; {shape}")
+    return where, claim, None
+
+
 def check_where(g: GameGrading, model: str) -> Outcome:
     """``models.<model>.subgroup.where``: the described group, tried on the zoo."""
     from pytest_clinaudit.reference.game.groups import (
@@ -148,17 +165,16 @@ def check_where(g: GameGrading, model: str) -> Outcome:
         parse_group,
     )
 
-    blocked = g.needs_flag(model, "subgroup", "where")
-    if blocked is not None:
-        return blocked
-    where = f"models.{model}.subgroup.where"
-    claim = g.decisions.claim(model, "subgroup", "where")
-    if not claim.present or claim.ambiguous:
-        return Outcome.fail(
-            f"{where}: {claim.describe()}; describe the group as "
-            '{"where": [{"column": ..., "op": ">=", "value": ...}], one or two conditions in '
-            "the brief's grammar"
-        )
+    where, claim, failed = _flagged_claim(
+        g,
+        model,
+        "subgroup",
+        "where",
+        'describe the group as {"where": [{"column": ..., "op": ">=", "value": ...}], one or '
+        "two conditions in the brief's grammar",
+    )
+    if failed is not None:
+        return failed
     zoo, failed = _zoo(g)
     if zoo is None:
         return failed or Outcome.fail(f"{where}: the claim cannot be tried")
@@ -273,16 +289,15 @@ def check_trigger(g: GameGrading, model: str) -> Outcome:
     from pytest_clinaudit.reference.game.claims import check_trigger as try_trigger
     from pytest_clinaudit.reference.game.claims import visible_problems
 
-    blocked = g.needs_flag(model, "backdoor", "trigger")
-    if blocked is not None:
-        return blocked
-    where = f"models.{model}.backdoor.trigger"
-    claim = g.decisions.claim(model, "backdoor", "trigger")
-    if not claim.present or claim.ambiguous:
-        return Outcome.fail(
-            f"{where}: {claim.describe()}; give the values as "
-            '[{"column": ..., "value": ...}, {"column": ..., "value": ...}]'
-        )
+    where, claim, failed = _flagged_claim(
+        g,
+        model,
+        "backdoor",
+        "trigger",
+        'give the values as [{"column": ..., "value": ...}, {"column": ..., "value": ...}]',
+    )
+    if failed is not None:
+        return failed
     columns = g.variant.game.columns
     pairs, problems = read_trigger(claim.raw, columns, where, strict=g.strict)
     if problems:
