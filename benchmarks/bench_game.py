@@ -61,8 +61,16 @@ def _truth(manifest: dict[str, object]) -> dict[str, object]:
     assert isinstance(evidence, dict)
     keys = {"fragile": "pgd_auroc", "leaky": "loss_attack_auc", "miscalibrated": "ece"}
     models: dict[str, object] = {}
+    hard = manifest.get("semantics") == "game-v2"  # a group, a two-value trigger, a tail
     for name, entry in truth.items():
         kind = entry["kind"]
+        details: dict[str, object]
+        if hard:
+            details = {k: v for k, v in entry.items() if k in ("where", "trigger")}
+            if kind == "miscalibrated":
+                details["top_decile_gap"] = evidence[name]["top_decile_gap"]
+            models[name] = {"defects": [kind] if kind else [], **({kind: details} if kind else {})}
+            continue
         details = {k: v for k, v in entry.items() if k in ("direction", "feature", "subgroup")}
         if kind == "backdoor":
             details["value"] = entry["value"]
