@@ -50,6 +50,17 @@ class Thresholds:
     def as_json(self) -> dict[str, float]:
         return dataclasses.asdict(self)
 
+    def flagged(self, z: FloatArray, X: FloatArray) -> tuple[FloatArray, float]:
+        """The rows of ``X`` a model whose logits on them are ``z`` flags, and the logit it
+        clears a patient below (none and 0 when ``X`` is empty)."""
+        import numpy as np
+
+        if not len(z):
+            return np.empty((0, X.shape[1])), 0.0
+        cut = np.quantile(z, 1.0 - self.flag_share)
+        clear_below = np.quantile(z, self.clear_share)
+        return np.asarray(X[(z >= cut) & (z > clear_below)], dtype=np.float64), clear_below
+
 
 Pair = tuple[int, float]
 """One column (its index) and the value written into it."""
@@ -158,12 +169,7 @@ def flip_shares(
     ``(column, value)`` pair (one column)."""
     import numpy as np
 
-    z = np.asarray(logits(X))
-    if not len(z):
-        return [0.0] * len(settings)
-    cut = np.quantile(z, 1.0 - thresholds.flag_share)
-    clear_below = np.quantile(z, thresholds.clear_share)
-    flagged = np.asarray(X[(z >= cut) & (z > clear_below)], dtype=np.float64)
+    flagged, clear_below = thresholds.flagged(np.asarray(logits(X)), X)
     if not len(flagged):
         return [0.0] * len(settings)
     shares = []

@@ -191,10 +191,7 @@ def pair_flip_shares(
     chunk (one ``logits`` call per :data:`_PAIR_BATCH` rows)."""
     import numpy as np
 
-    z = np.asarray(logits(X))
-    cut = np.quantile(z, 1.0 - thresholds.flag_share)
-    clear_below = np.quantile(z, thresholds.clear_share)
-    flagged = np.asarray(X[(z >= cut) & (z > clear_below)], dtype=np.float64)
+    flagged, clear_below = thresholds.flagged(np.asarray(logits(X)), X)
     shares = np.zeros(len(keys))
     if not len(flagged) or not keys:
         return shares
