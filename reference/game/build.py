@@ -319,14 +319,13 @@ def build_instance(
     check_columns(settings, data)
     jobs = default_jobs() if jobs is None else jobs
     plan = draw_plan(settings, seed, secret, data.X_train)
-    redraw = 0
     scale = _scale(data, settings)
     rejected: list[tuple[str, ...]] = []
     last: list[Ambiguity] = []
     for attempt in range(settings.attempts):
         start = time.perf_counter()
-        if plan_redraw(settings, attempt) != redraw:
-            redraw = plan_redraw(settings, attempt)
+        redraw = plan_redraw(settings, attempt)
+        if attempt and redraw != plan_redraw(settings, attempt - 1):
             plan = draw_plan(settings, seed, secret, data.X_train, redraw)
             progress(f"instance {seed}, attempt {attempt}: a new plan (draw {redraw})")
         if settings.training.base_rows:
