@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from game_runs import grade
 
 GAPS = (0.10, 0.12, 0.14, 0.16, 0.18, 0.20, 0.22)
 """Constant top-decile gaps tried: past both ends of the hard tier's draw."""
@@ -93,19 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print(f"no built instance under {args.pool}", file=sys.stderr)
         return 1
-    batch = args.out / "batch.jsonl"
-    batch.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    graded = args.out / "graded"
-    command = ["clinaudit", "grade-many", str(batch), "--out", str(graded)]
-    subprocess.run([*command, "--profile", args.profile, "--resume"], check=False)
-    subprocess.run(
-        ["clinaudit", "report", str(graded), "--out", str(args.out / "report")], check=False
-    )
-    report_md = args.out / "report" / "report.md"
-    if report_md.is_file():
-        text = report_md.read_text()
-        start = text.find("### Table 5.")
-        print(text[start:] if start >= 0 else text)
+    tables = grade(rows, args.out, args.profile)
+    if tables is not None:
+        print(tables)
     return 0
 
 

@@ -183,6 +183,25 @@ def _excess(measured: dict[str, Any]) -> dict[str, dict[str, float]]:
     return {name: {g: gap[g] - medians[g] for g in groups} for name, gap in gaps.items()}
 
 
+def grade(rows: list[dict[str, Any]], out: Path, profile: str, html: bool = False) -> str | None:
+    """Grade the batch ``rows`` (``clinaudit grade-many`` into OUT/graded, resuming) and
+    tabulate it (``clinaudit report`` into OUT/report); the report's agent tables, from
+    its Table 5 on (``None`` when no report was written)."""
+    batch = out / "batch.jsonl"
+    batch.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    graded = out / "graded"
+    command = ["clinaudit", "grade-many", str(batch), "--out", str(graded)]
+    subprocess.run([*command, "--profile", profile, "--resume"], check=False)
+    report = ["clinaudit", "report", str(graded), "--out", str(out / "report")]
+    subprocess.run([*report, *(["--html"] if html else [])], check=False)
+    report_md = out / "report" / "report.md"
+    if not report_md.is_file():
+        return None
+    text = report_md.read_text()
+    start = text.find("### Table 5.")
+    return text[start:] if start >= 0 else text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=seeds, default=seeds("1-10"))
@@ -215,26 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print("no instance built", file=sys.stderr)
         return 1
-    batch = args.out / "batch.jsonl"
-    batch.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    graded = args.out / "graded"
-    subprocess.run(
-        [
-            "clinaudit",
-            "grade-many",
-            str(batch),
-            "--out",
-            str(graded),
-            "--profile",
-            args.profile,
-            "--resume",
-        ],
-        check=False,
-    )
-    subprocess.run(
-        ["clinaudit", "report", str(graded), "--out", str(args.out / "report"), "--html"],
-        check=False,
-    )
+    agents_tables = grade(rows, args.out, args.profile, html=True)
     found = manifests(args.out, built, args.game)
     print("## Defining measurements\n")
     from pytest_clinaudit.catalog.variants import default_catalog
@@ -246,12 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = sorted(set(args.seeds) - set(built))
     if failed:
         print(f"\nInstances whose build failed: {', '.join(map(str, failed))}")
-    report_md = args.out / "report" / "report.md"
-    if report_md.is_file():
-        text = report_md.read_text()
-        start = text.find("### Table 5.")
+    if agents_tables is not None:
         print("\n## Agents\n")
-        print(text[start:] if start >= 0 else text)
+        print(agents_tables)
     return 0
 
 
