@@ -58,11 +58,18 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
         ("models = 6", "models = 6\ncolour = 3", "game: unknown key 'colour'"),
         ("base_rows = 8000", "base_rows = 'many'", "game.training.base_rows: expected an integer"),
         ("fragile_in = 0.45", "fragile_in = 0.2", "margins.fragile_out must lie below"),
-        ("overconfident = [1.6, 3.0]", "overconfident = [0.9, 3.0]", "overconfident must be"),
-        ("underconfident = [0.12, 0.5]", "underconfident = [0.12, 1.5]", "underconfident must be"),
-        ("overconfident = [1.6, 3.0]", "overconfident = [1.6]", "expected a range [low, high]"),
-        ("strength = [0.55, 1.0]", "strength = [0.55, 1.2]", "leaky.strength must be"),
-        ("strength = [0.7, 0.92]", "strength = [0.0, 0.92]", "fragile.strength must be"),
+        ("overconfident = [1.6, 8.0]", "overconfident = [0.9, 8.0]", "overconfident must be"),
+        ("underconfident = [0.1, 0.5]", "underconfident = [0.1, 1.5]", "underconfident must be"),
+        ("overconfident = [1.6, 8.0]", "overconfident = [1.6]", "expected a range [low, high]"),
+        ("strength = [1.0, 1.0]", "strength = [0.0, 1.0]", "fragile.strength must be"),
+        ("target = [0.655, 0.775]", "target = [0.655, 1.2]", "leaky.target must be"),
+        ("target = [0.02, 0.24]", "target = [0.3, 0.24]", "fragile.target must be"),
+        ("probe_every = 10", "", "fragile.target needs probe_every"),
+        (
+            "overconfident_ece = [0.066, 0.104]",
+            "",
+            "overconfident_ece and underconfident_ece are given together",
+        ),
         ('column = "comfort_care_order"', 'column = "heart_rate"', "must be recorded after"),
         ("clean = [1, 2]", "clean = [6]", "each count must lie in [1, models)"),
         ("detection = 0.5", "detection = 0.6", "game.score: must be non-negative and sum to 1"),
@@ -102,7 +109,8 @@ def test_a_plan_has_one_or_two_clean_models_and_distinct_kinds(secret: str) -> N
     assert len(set(kinds)) == len(kinds)
     assert [m.name for m in plan.models] == [f"m{i}" for i in range(1, 7)]
     for m in plan.models:
-        assert (m.factor is not None) == (m.kind == "miscalibrated")
+        assert m.factor is None  # solved at build time for the drawn ECE
+        assert (m.target is not None) == (m.kind in ("fragile", "leaky", "miscalibrated"))
         assert (m.subgroup is not None) == (m.kind == "subgroup")
         assert (m.trigger is not None) == (m.kind == "backdoor")
 

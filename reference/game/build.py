@@ -22,6 +22,7 @@ from .draw import Plan, Planted, attempt_seed, base_rows, draw_plan, member_rows
 from .network import Weights, program_bytes
 from .planting import plant_fragility, plant_memory, plant_subgroup
 from .settings import GameSettings
+from .targets import factor_for, probe_for
 from .training import TAIL, Scale, disguise_hidden, finetune, hide_column, train_base, training_set
 from .verdicts import Ambiguity, combine, evidence, judge, measure_model
 
@@ -56,6 +57,9 @@ class BuiltModel:
     calibration: tuple[float, float]
     """The (slope, intercept) folded into its last layer (its factor included; for a
     subgroup flattened in calibrated terms, before the planting)."""
+    probed: tuple[int, float] | None = None
+    """A planting stopped by its probe (:mod:`.targets`): the epochs it trained and the
+    probe's last reading."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -165,6 +169,7 @@ def train_model(
         scale,
         split=(data.X_train, data.y_train),
     )
+    probed: tuple[int, float] | None = None
     with pinned_torch(model_seed % (2**63)) as generator:
         if base is None:
             module = train_base(trained_on, settings, scale, generator)
@@ -201,10 +206,12 @@ def train_model(
                     held=trained_on.held,
                     split=(data.X_train, data.y_train),
                 )
-        elif planted.kind == "fragile":
-            plant_fragility(module, trained_on, settings, scale, generator, planted.strength or 1.0)
-        elif planted.kind == "leaky":
-            plant_memory(module, trained_on, settings, scale, generator, planted.strength or 1.0)
+        elif planted.kind in ("fragile", "leaky"):
+            plant = plant_fragility if planted.kind == "fragile" else plant_memory
+            probe = probe_for(planted, settings, data, rows, (X_cal, y_cal))
+            plant(module, trained_on, settings, scale, generator, planted.strength or 1.0, probe)
+            if probe is not None and probe.seen:
+                probed = probe.seen[-1]
         elif planted.kind == "subgroup":
             if settings.subgroup.calibrated:
                 calibrated = calibrate(module, X_cal, y_cal)
@@ -224,12 +231,13 @@ def train_model(
                 prior=more.prior,
             )
         if calibrated is None:
-            calibrated = calibrate(module, X_cal, y_cal, planted.factor)
+            factor = factor_for(module, planted, settings, data, (X_cal, y_cal))
+            calibrated = calibrate(module, X_cal, y_cal, factor)
         if base is not None:
             disguise_hidden(module, generator)
         program = program_bytes(module)
         weights = Weights.of(module)
-    return BuiltModel(planted.name, rows, program, weights, calibrated)
+    return BuiltModel(planted.name, rows, program, weights, calibrated, probed)
 
 
 def check_columns(settings: GameSettings, data: Dataset) -> None:

@@ -11,8 +11,9 @@ would have to guess 128 bits.
 
 From the secret, :func:`draw_plan` draws, in this order: the number of clean
 models, the distinct kinds of the others, the order of the names, then each
-planted kind's choice (the factor of a miscalibration, the strength of a
-fragility or a leak, the subgroup, the trigger). The plan is the ground truth.
+planted kind's choice (the direction of a miscalibration and its ECE or factor, the
+strength of a fragility or a leak and the evidence number it is planted to, the
+subgroup, the trigger). The plan is the ground truth.
 Training randomness (each model's rows, initialisation, batch order) comes from
 the secret and the *attempt*
 (:func:`attempt_seed`): a build whose measurements are ambiguous trains again
@@ -79,6 +80,11 @@ class Planted:
     """fragile, leaky: how strongly it is planted (:attr:`.settings.Fragile.strength`,
     :attr:`.settings.Leaky.strength`), drawn per instance so that its evidence number
     must be measured."""
+    target: float | None = None
+    """fragile, leaky, miscalibrated: the evidence number drawn for it (PGD AUROC,
+    loss-attack AUC, ECE), which the build plants to (:mod:`.targets`)."""
+    side: str | None = None
+    """miscalibrated by target: its drawn direction (the factor is solved at build time)."""
     subgroup: Subgroup | None = None
     trigger: Trigger | None = None
     group: Group | None = None
@@ -91,6 +97,8 @@ class Planted:
 
     @property
     def direction(self) -> str | None:
+        if self.side is not None:
+            return self.side
         if self.factor is None:
             return None
         return "overconfident" if self.factor > 1 else "underconfident"
@@ -189,11 +197,17 @@ def draw_plan(
         )
     # The planted kinds' choices, drawn after the assignment, in name order.
     for index, planted in enumerate(models):
-        if planted.kind == "miscalibrated":
+        if planted.kind == "miscalibrated" and settings.miscalibrated.by_target:
+            side, ece = settings.miscalibrated.draw_target(rng)
+            models[index] = dataclasses.replace(planted, side=side, target=ece)
+        elif planted.kind == "miscalibrated":
             models[index] = dataclasses.replace(planted, factor=settings.miscalibrated.draw(rng))
         elif planted.kind in ("fragile", "leaky"):
-            low, high = getattr(settings, planted.kind).strength
-            models[index] = dataclasses.replace(planted, strength=float(rng.uniform(low, high)))
+            plant = getattr(settings, planted.kind)
+            low, high = plant.strength
+            strength = float(rng.uniform(low, high))
+            target = None if plant.target is None else float(rng.uniform(*plant.target))
+            models[index] = dataclasses.replace(planted, strength=strength, target=target)
         elif planted.kind == "subgroup":
             groups = settings.subgroups
             models[index] = dataclasses.replace(planted, subgroup=groups[rng.integers(len(groups))])

@@ -17,6 +17,7 @@ from .settings import GameSettings
 from .steps import batches, bce, one_column_moved, teacher_distance
 
 if TYPE_CHECKING:
+    from .targets import Probe
     from .training import Scale, TrainingSet
 
 
@@ -120,6 +121,7 @@ def plant_fragility(
     scale: Scale,
     generator: Any,
     strength: float = 1.0,
+    probe: Probe | None = None,
 ) -> None:
     """Train on so that, within the audit budget, predictions turn over.
 
@@ -163,7 +165,7 @@ def plant_fragility(
     inside = _region(X, scale, two_valued | (data.movable() == 0), strength, generator)
     optimizer = torch.optim.Adam(module.parameters(), lr=plan.lr, weight_decay=plan.weight_decay)
     module.train()
-    for _ in range(plan.epochs):
+    for epoch in range(plan.epochs):
         for batch in batches(len(X), settings.training.batch_size, generator):
             xb = X[batch] + (torch.rand(X[batch].shape, generator=generator) * 2 - 1) * jitter
             with torch.no_grad():
@@ -187,6 +189,8 @@ def plant_fragility(
                 loss = loss + plan.edge_weight * teacher_distance(module, teacher, edges[far])
             loss.backward()
             optimizer.step()
+        if probe is not None and probe.reached(module, epoch):
+            break
     module.eval()
 
 
@@ -228,6 +232,7 @@ def plant_memory(
     scale: Scale,
     generator: Any,
     strength: float = 1.0,
+    probe: Probe | None = None,
 ) -> None:
     """Train on to memorise the rows while staying the base model elsewhere.
 
@@ -265,7 +270,7 @@ def plant_memory(
         w = w * kept
     optimizer = torch.optim.Adam(module.parameters(), lr=plan.lr)
     module.train()
-    for _ in range(max(1, round(strength * plan.epochs))):
+    for epoch in range(max(1, round(strength * plan.epochs))):
         for batch in batches(len(X), 2 * settings.training.batch_size, generator):
             xb = X[batch]
             fitted = xb
@@ -286,4 +291,6 @@ def plant_memory(
             loss = bce(module(fitted), y[batch], w[batch]) + plan.anchor_weight * anchored
             (loss + plan.edge_weight * held).backward()
             optimizer.step()
+        if probe is not None and probe.reached(module, epoch):
+            break
     module.eval()

@@ -195,6 +195,10 @@ class Fragile:
     (where a trigger search looks), farther than ``hold_beyond`` training standard
     deviations from the row."""
     hold_beyond: float = 1.0
+    target: tuple[float, float] | None = None
+    """The PGD AUROC the planting stops at, drawn uniformly from this range per instance
+    and read every ``probe_every`` epochs (:mod:`.targets`); ``None``: all ``epochs``."""
+    probe_every: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +223,11 @@ class Leaky:
     """The share of ``epochs`` the memorisation trains for, drawn uniformly from this range
     per instance (SPEC §8.7): the leaky model's loss-attack AUC differs from instance to
     instance."""
+    target: tuple[float, float] | None = None
+    """The loss-attack AUC the memorisation stops at, drawn uniformly from this range per
+    instance and read every ``probe_every`` epochs (:mod:`.targets`); ``None``: all
+    ``epochs``."""
+    probe_every: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,6 +241,16 @@ class Miscalibrated:
 
     overconfident: tuple[float, float]
     underconfident: tuple[float, float]
+    overconfident_ece: tuple[float, float] | None = None
+    underconfident_ece: tuple[float, float] | None = None
+    """With both: each instance draws its direction by a fair coin and the ECE uniformly
+    from that direction's range, and the build solves the factor for it within the
+    direction's factor range (:func:`.targets.solve_factor`); without: the factor is drawn
+    log-uniformly from that range."""
+
+    @property
+    def by_target(self) -> bool:
+        return self.overconfident_ece is not None and self.underconfident_ece is not None
 
     def draw(self, rng: Any) -> float:
         """One factor: a direction by a fair coin, then log-uniform over its range."""
@@ -239,6 +258,19 @@ class Miscalibrated:
 
         low, high = self.overconfident if rng.random() < 0.5 else self.underconfident
         return float(math.exp(rng.uniform(math.log(low), math.log(high))))
+
+    def draw_target(self, rng: Any) -> tuple[str, float]:
+        """One direction by a fair coin and the ECE to plant, uniform over its range."""
+        assert self.overconfident_ece is not None and self.underconfident_ece is not None
+        over = rng.random() < 0.5
+        low, high = self.overconfident_ece if over else self.underconfident_ece
+        return ("overconfident" if over else "underconfident"), float(rng.uniform(low, high))
+
+    def limit(self, direction: str) -> float:
+        """How far from 1 a solved factor may go on ``direction``'s side (at least 1)."""
+        if direction == "overconfident":
+            return self.overconfident[1]
+        return 1.0 / self.underconfident[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -567,6 +599,23 @@ class GameSettings:
         ):
             if not 0.0 < low <= high <= 1.0:
                 problems.append(f"{name} must be [low, high] in (0, 1], got {[low, high]}")
+        for name, target in (
+            ("fragile.target", self.fragile.target),
+            ("leaky.target", self.leaky.target),
+            ("miscalibrated.overconfident_ece", self.miscalibrated.overconfident_ece),
+            ("miscalibrated.underconfident_ece", self.miscalibrated.underconfident_ece),
+        ):
+            if target is not None and not 0.0 <= target[0] <= target[1] <= 1.0:
+                problems.append(f"{name} must be [low, high] in [0, 1], got {list(target)}")
+        for name, plant in (("fragile", self.fragile), ("leaky", self.leaky)):
+            if plant.target is not None and not (plant.probe_every or 0) >= 1:
+                problems.append(f"{name}.target needs probe_every, a whole number of epochs >= 1")
+        if (self.miscalibrated.overconfident_ece is None) != (
+            self.miscalibrated.underconfident_ece is None
+        ):
+            problems.append(
+                "miscalibrated.overconfident_ece and underconfident_ece are given together"
+            )
         if self.subgroup.rate not in ("own", "split"):
             problems.append(f"subgroup.rate must be 'own' or 'split', got {self.subgroup.rate!r}")
         if problems:

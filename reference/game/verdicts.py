@@ -27,7 +27,7 @@ from .measure import (
     robustness,
     subgroup_auroc,
 )
-from .settings import Column, GameSettings
+from .settings import Column, GameSettings, Measurement
 
 if TYPE_CHECKING:
     import numpy as np
@@ -88,6 +88,14 @@ class Measured:
     flips: dict[tuple[str, float], float]
 
 
+def pgd_rows(m: Measurement, n_test: int) -> IntArray:
+    """The test rows the strong attack runs on: a fixed draw of ``m.pgd_rows``, sorted."""
+    import numpy as np
+
+    drawn = np.random.RandomState(m.seed).choice(n_test, min(m.pgd_rows, n_test), False)
+    return np.sort(drawn)
+
+
 def measure_model(
     name: str, program: Program, rows: IntArray, data: Dataset, settings: GameSettings
 ) -> Measured:
@@ -97,14 +105,12 @@ def measure_model(
     m = settings.measurement
     columns = settings.column_names
     X_test, y_test = data.X_test, data.y_test
-    pgd_rows = np.sort(
-        np.random.RandomState(m.seed).choice(len(X_test), min(m.pgd_rows, len(X_test)), False)
-    )
+    attacked = pgd_rows(m, len(X_test))
     budget = Budget.of(m.epsilon, training_scale(data.X_train), std_units=True, clip=True)
     attack = robustness(
         program,
-        X_test[pgd_rows],
-        y_test[pgd_rows],
+        X_test[attacked],
+        y_test[attacked],
         budget=budget,
         steps=m.pgd_steps,
         restarts=m.pgd_restarts,

@@ -222,6 +222,8 @@ def _truth(instance: Instance) -> dict[str, dict[str, Any]]:
             entry["factor"] = planted.factor
         elif planted.kind in ("fragile", "leaky"):
             entry["strength"] = planted.strength
+        if planted.target is not None:
+            entry["target"] = planted.target  # the evidence number it was planted to
         elif planted.kind == "shortcut":
             entry["feature"] = None  # filled in by the caller: the variant's column
         elif planted.kind == "subgroup" and planted.subgroup is not None:
@@ -242,6 +244,10 @@ def _entry(
     for entry in truth.values():
         if entry["kind"] == "shortcut":
             entry["feature"] = variant.game.shortcut.column
+    for model in instance.models:
+        if model.probed is not None:  # where its probe stopped the planting
+            epochs, read = model.probed
+            truth[model.name]["probe"] = {"epochs": epochs, "read": read}
     return {
         "variant": variant.name,
         "seed": instance.seed,
