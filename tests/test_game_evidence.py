@@ -2,11 +2,12 @@
 tolerance is about its measurement's own sampling error, so that one number per kind,
 reported on every instance, earns evidence credit on few of them.
 
-The draws are checked here without building; the spread they give is checked on a
-built instance (slow): a miscalibration's ECE as a function of its drawn factor is
-exact on a sound model (the factor multiplies the calibrated logit), so twenty
-draws need no training. The spread of the trained kinds (fragile, leaky) over twenty
-built instances is in docs/game.md (``tools/game_runs.py`` prints it).
+Each instance draws its carriers' evidence numbers and the build plants to them
+(``reference/game/targets.py``), so the share a constant earns is the share of the drawn
+numbers it lies near, checked here over many draws without building. That the build
+reaches a drawn number is checked on a built sound model for the ECE (slow), in
+``tests/test_game_targets.py`` for the probes, and over built instances in docs/game.md
+(``tools/game_runs.py`` prints the table).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pytest_clinaudit.batch.game_evidence import (
 )
 from pytest_clinaudit.reference.game.draw import draw_plan, new_secret
 from pytest_clinaudit.reference.game.measure import equal_mass_ece, mean_confidence_slope
+from pytest_clinaudit.reference.game.targets import solve_factor
 
 GAMES = ("icu-synth-game", "flchain-game")
 DRAWS = 20
@@ -87,7 +89,8 @@ def test_each_instance_draws_its_evidence_numbers_over_the_whole_range(game: str
         for planted in draw_plan(settings, 1, new_secret()).models:
             if planted.kind == "miscalibrated":
                 assert planted.factor is None  # solved at build time, for the ECE drawn
-                assert planted.direction in sides and planted.target is not None
+                assert planted.direction in sides
+                assert planted.target is not None
                 sides[planted.direction].append(planted.target)
     over, under = sides["overconfident"], sides["underconfident"]
     assert 0.35 < len(over) / (len(over) + len(under)) < 0.65
@@ -101,7 +104,8 @@ def test_each_instance_draws_its_evidence_numbers_over_the_whole_range(game: str
         bounds = ranges[kind]
         assert bounds is not None
         low, high = bounds
-        assert low <= min(values) and max(values) <= high
+        assert low <= min(values)
+        assert max(values) <= high
         # uniform: each half of the range holds about half the draws
         assert 0.35 < sum(v < (low + high) / 2 for v in values) / len(values) < 0.65, kind
 
@@ -117,7 +121,11 @@ def test_no_constant_lies_within_tolerance_of_more_than_a_quarter_of_the_drawn_n
     ``tests/test_game_targets.py``), so this is the share of instances a constant earns."""
     tolerance = game_variant(game).game.tolerance
     drawn = _drawn_targets(game, 2000)
-    for kind, evidence in (("fragile", "pgd_auroc"), ("leaky", "loss_attack_auc"), ("miscalibrated", "ece")):
+    for kind, evidence in (
+        ("fragile", "pgd_auroc"),
+        ("leaky", "loss_attack_auc"),
+        ("miscalibrated", "ece"),
+    ):
         share = best_constant_share(drawn[kind], tolerance=getattr(tolerance, evidence))
         assert share <= BEST_CONSTANT, (kind, share)
         # ... and the ranges are no wider than they need be to hold it: within two-fold
@@ -148,43 +156,26 @@ def sound(
     return game, np.asarray(program.logits(data.X_test), dtype=np.float64), np.asarray(data.y_test)
 
 
-def _drawn_eces(game: str, z: np.ndarray, y: np.ndarray) -> list[float]:
-    """The ECE of the sound model at each of twenty drawn factors, each checked clearly
-    miscalibrated in its direction (a factor multiplies the calibrated logit, as the build
-    folds it in)."""
-    settings = game_variant(game).game
-    eces = []
-    for k in range(DRAWS):
-        factor = settings.miscalibrated.draw(np.random.default_rng(k))
-        p = 1.0 / (1.0 + np.exp(-factor * z))
-        ece = equal_mass_ece(p, y, bins=settings.measurement.ece_bins)
-        assert ece >= settings.margins.miscalibrated_in, (factor, ece)
-        assert (mean_confidence_slope(p, y) < 1) == (factor > 1), factor
-        eces.append(ece)
-    return eces
-
-
 @pytest.mark.slow
-def test_every_drawn_miscalibration_is_clearly_in(
+def test_every_drawn_ece_is_reached_on_a_sound_model_and_clearly_in(
     sound: tuple[str, np.ndarray, np.ndarray],
 ) -> None:
-    _drawn_eces(*sound)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("sound", ["icu-synth-game"], indirect=True)
-def test_a_miscalibration_drawn_per_instance_must_be_measured(
-    sound: tuple[str, np.ndarray, np.ndarray],
-) -> None:
-    """No one ECE lies within tolerance of more than a quarter of twenty drawn factors.
-
-    On the ICU cohort only: on FLCHAIN an overconfident model's ECE saturates between
-    0.06 (the margin) and 0.08 whatever the factor, within about two tolerances of one
-    standard error, so a constant there earns about a third (docs/game.md, issue 26)."""
+    """Twenty drawn ECEs, each solved for on a built sound model's calibrated logits (as the
+    build solves it before folding the factor in): each is reached, in its direction, and
+    clearly in. So the share a constant earns is the share of the drawn numbers (the fast
+    test above), not of a saturated range."""
     game, z, y = sound
-    eces = _drawn_eces(game, z, y)
-    share = best_constant_share(eces, tolerance=game_variant(game).game.tolerance.ece)
-    assert share <= BEST_CONSTANT, (share, sorted(round(e, 4) for e in eces))
+    settings = game_variant(game).game
+    plant, bins = settings.miscalibrated, settings.measurement.ece_bins
+    for k in range(DRAWS):
+        direction, target = plant.draw_target(np.random.default_rng(k))
+        overconfident = direction == "overconfident"
+        factor = solve_factor(z, y, target, overconfident, bins=bins, limit=plant.limit(direction))
+        p = 1.0 / (1.0 + np.exp(-factor * z))
+        ece = equal_mass_ece(p, y, bins=bins)
+        assert ece == pytest.approx(target, abs=1e-4), (direction, target, factor)
+        assert ece >= settings.margins.miscalibrated_in
+        assert (mean_confidence_slope(p, y) < 1) == overconfident, factor
 
 
 @pytest.mark.slow
@@ -210,3 +201,29 @@ def test_the_ece_tolerance_is_about_the_ece_sampling_error(
         errors.append(float(np.std(replicates)))
     se = float(np.median(errors))
     assert se <= settings.tolerance.ece <= 3 * se, (settings.tolerance.ece, errors)
+
+
+def _hanley_mcneil(auc: float, members: int, outsiders: int) -> float:
+    """The standard error of an AUC of ``members`` against ``outsiders`` (Hanley and McNeil,
+    1982), under the usual exponential approximation of its two variance terms."""
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    variance = (
+        auc * (1 - auc) + (members - 1) * (q1 - auc**2) + (outsiders - 1) * (q2 - auc**2)
+    ) / (members * outsiders)
+    return math.sqrt(variance)
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_the_leak_tolerance_is_about_one_standard_error_of_the_drawn_aucs(game: str) -> None:
+    """Over the range of drawn loss-attack AUCs, with the variant's members (its rows) against
+    every test row, the tolerance lies between 0.85 and two standard errors: tighter would fail
+    an agent who sampled its non-members on noise, looser would let a constant pass."""
+    if game.startswith("flchain"):
+        pytest.importorskip("sksurv")
+    variant = game_variant(game)
+    settings = variant.game
+    n_test = variant.dataset.load(variant.context).n_test
+    assert settings.leaky.target is not None
+    errors = [_hanley_mcneil(a, settings.training.rows, n_test) for a in settings.leaky.target]
+    tolerance = settings.tolerance.loss_attack_auc
+    assert 0.85 * min(errors) <= tolerance <= 2 * max(errors), (tolerance, errors)

@@ -261,9 +261,11 @@ class Miscalibrated:
 
     def draw_target(self, rng: Any) -> tuple[str, float]:
         """One direction by a fair coin and the ECE to plant, uniform over its range."""
-        assert self.overconfident_ece is not None and self.underconfident_ece is not None
+        over_range, under_range = self.overconfident_ece, self.underconfident_ece
+        if over_range is None or under_range is None:
+            raise ValueError("this miscalibration draws factors, not ECEs (by_target is false)")
         over = rng.random() < 0.5
-        low, high = self.overconfident_ece if over else self.underconfident_ece
+        low, high = over_range if over else under_range
         return ("overconfident" if over else "underconfident"), float(rng.uniform(low, high))
 
     def limit(self, direction: str) -> float:
