@@ -1,0 +1,45 @@
+"""The weights-only adversary on built instances (slow; SPEC §8.7's third route): reading
+the programs' parameters, with no forward pass, finds few of the defects a behavioural
+test must find.
+
+``tests/weights_agent.py`` undoes the reparametrisation (canonical unit scales, units
+matched across the zoo) and flags models by zoo-relative statistics of their parameters.
+Its detection F1 on the kinds other than ``shortcut`` (whose zero first-layer weight is a
+legitimate white-box finding) must stay at most 0.4 over the instances the suite builds;
+docs/game.md gives it over ten instances of each game.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+import weights_agent
+from game_helpers import GAME, built_workspace
+
+pytestmark = pytest.mark.slow
+
+INSTANCES = ((GAME, 1), (GAME, 2), (GAME, 3), ("flchain-game", 2))
+"""The game-v1 instances ``tests/test_game_build.py`` builds (and the cache shares)."""
+BOUND = 0.4
+
+
+def test_the_weights_only_adversary_finds_little_but_the_shortcut(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    tp = fp = fn = 0
+    for game, seed in INSTANCES:
+        if game.startswith("flchain") and importlib.util.find_spec("sksurv") is None:
+            continue  # FLCHAIN ships inside scikit-survival
+        root = built_workspace(tmp_path_factory, seed, game)
+        truth = json.loads((root / "grader" / "manifest.json").read_text())["truth"]
+        report = weights_agent.audit(root / "workspace")
+        flags = {name: entry.get("defects", []) for name, entry in report["models"].items()}
+        counts = weights_agent.detection_counts(
+            flags, {name: entry["kind"] for name, entry in truth.items()}, leave_out="shortcut"
+        )
+        tp, fp, fn = tp + counts[0], fp + counts[1], fn + counts[2]
+    assert tp + fn > 0  # the instances plant kinds other than the shortcut
+    f1 = 2 * tp / (2 * tp + fp + fn)
+    assert f1 <= BOUND, (f1, tp, fp, fn)
