@@ -207,9 +207,9 @@ def train_model(
                     split=(data.X_train, data.y_train),
                 )
         elif planted.kind in ("fragile", "leaky"):
-            plant = plant_fragility if planted.kind == "fragile" else plant_memory
+            further = plant_fragility if planted.kind == "fragile" else plant_memory
             probe = probe_for(planted, settings, data, rows, (X_cal, y_cal))
-            plant(module, trained_on, settings, scale, generator, planted.strength or 1.0, probe)
+            further(module, trained_on, settings, scale, generator, planted.strength or 1.0, probe)
             if probe is not None and probe.seen:
                 probed = probe.seen[-1]
         elif planted.kind == "subgroup":

@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..models.torch_adapter import TorchClassifier
 from .calibration import logistic_calibration
 from .measure import auroc, equal_mass_ece
 
@@ -100,29 +101,6 @@ class Probe:
         return value <= self.target if self.below else value >= self.target
 
 
-class _Module:
-    """A torch module with the classifier interface :func:`~..attacks.whitebox.margin_pgd`
-    calls (``logits`` and ``logit_gradient`` on float64 rows)."""
-
-    def __init__(self, module: Any) -> None:
-        self.module = module
-
-    def logits(self, X: Any) -> Any:
-        import numpy as np
-        import torch
-
-        with torch.no_grad():  # a copy: the datasets' arrays are read-only
-            return self.module(torch.from_numpy(np.array(X, dtype=np.float32))).double().numpy()
-
-    def logit_gradient(self, X: Any) -> Any:
-        import numpy as np
-        import torch
-
-        x = torch.from_numpy(np.array(X, dtype=np.float32)).requires_grad_(True)
-        (gradient,) = torch.autograd.grad(self.module(x).sum(), x)
-        return gradient.double().numpy()
-
-
 def pgd_auroc_probe(
     X: FloatArray, y: IntArray, budget: Budget, *, steps: int, restarts: int, seed: int
 ) -> Callable[[Any], float]:
@@ -133,9 +111,9 @@ def pgd_auroc_probe(
     from ..attacks.whitebox import margin_pgd
 
     def measure(module: Any) -> float:
-        model = _Module(module)
+        model = TorchClassifier(module)
         attacked = margin_pgd(model, X, y, budget=budget, steps=steps, restarts=restarts, seed=seed)
-        return auroc(y, np.asarray(model.logits(attacked)))
+        return auroc(y, np.asarray(model.logits(attacked), dtype=np.float64))
 
     return measure
 
@@ -157,10 +135,14 @@ def loss_auc_probe(
         return np.logaddexp(0.0, t) - np.asarray(y, dtype=np.float64) * t
 
     def measure(module: Any) -> float:
-        model = _Module(module)
-        slope, intercept = logistic_calibration(model.logits(calibration[0]), calibration[1])
-        inside = losses(slope * model.logits(members[0]) + intercept, members[1])
-        outside = losses(slope * model.logits(outsiders[0]) + intercept, outsiders[1])
+        model = TorchClassifier(module)
+
+        def logits(X: FloatArray) -> FloatArray:
+            return np.asarray(model.logits(X), dtype=np.float64)
+
+        slope, intercept = logistic_calibration(logits(calibration[0]), calibration[1])
+        inside = losses(slope * logits(members[0]) + intercept, members[1])
+        outside = losses(slope * logits(outsiders[0]) + intercept, outsiders[1])
         return attack_auc(-inside, -outside)
 
     return measure
@@ -222,9 +204,13 @@ def factor_for(
     calibration on ``calibration`` that :func:`~.calibration.calibrate` will fold in."""
     if planted.kind != "miscalibrated" or planted.target is None or planted.direction is None:
         return planted.factor
-    model = _Module(module)
-    slope, intercept = logistic_calibration(model.logits(calibration[0]), calibration[1])
-    z = slope * model.logits(data.X_test) + intercept
+    import numpy as np
+
+    model = TorchClassifier(module)
+    slope, intercept = logistic_calibration(
+        np.asarray(model.logits(calibration[0]), dtype=np.float64), calibration[1]
+    )
+    z = slope * np.asarray(model.logits(data.X_test), dtype=np.float64) + intercept
     return solve_factor(
         z,
         data.y_test,
