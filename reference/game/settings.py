@@ -243,10 +243,17 @@ class Miscalibrated:
     underconfident: tuple[float, float]
     overconfident_ece: tuple[float, float] | None = None
     underconfident_ece: tuple[float, float] | None = None
-    """With both: each instance draws its direction by a fair coin and the ECE uniformly
-    from that direction's range, and the build solves the factor for it within the
-    direction's factor range (:func:`.targets.solve_factor`); without: the factor is drawn
-    log-uniformly from that range."""
+    """With both: each instance draws its direction (overconfident with probability
+    :attr:`over_share`) and the ECE uniformly from that direction's range, and the
+    build solves the factor for it within the direction's factor range
+    (:func:`.targets.solve_factor`); without: the factor is drawn log-uniformly from that
+    range, the direction by a fair coin."""
+    overconfident_share: float | None = None
+    """How often a drawn ECE is overconfident (``None``: one half). Below one half where
+    the cohort caps the overconfident side: scaled up without end, a model's predictions
+    turn to 0 and 1 and its ECE stops at a ceiling set by its errors (FLCHAIN's sound
+    models: 0.083-0.088), so that side's range is narrow, and drawn as often as the other,
+    one number would be within tolerance of too many of its draws."""
 
     @property
     def by_target(self) -> bool:
@@ -259,12 +266,18 @@ class Miscalibrated:
         low, high = self.overconfident if rng.random() < 0.5 else self.underconfident
         return float(math.exp(rng.uniform(math.log(low), math.log(high))))
 
+    @property
+    def over_share(self) -> float:
+        """The probability that :meth:`draw_target` draws the overconfident direction."""
+        return 0.5 if self.overconfident_share is None else self.overconfident_share
+
     def draw_target(self, rng: Any) -> tuple[str, float]:
-        """One direction by a fair coin and the ECE to plant, uniform over its range."""
+        """One direction (overconfident with probability :attr:`over_share`) and the
+        ECE to plant, uniform over its range."""
         over_range, under_range = self.overconfident_ece, self.underconfident_ece
         if over_range is None or under_range is None:
             raise ValueError("this miscalibration draws factors, not ECEs (by_target is false)")
-        over = rng.random() < 0.5
+        over = rng.random() < self.over_share
         low, high = over_range if over else under_range
         return ("overconfident" if over else "underconfident"), float(rng.uniform(low, high))
 
@@ -612,6 +625,11 @@ class GameSettings:
         for name, plant in (("fragile", self.fragile), ("leaky", self.leaky)):
             if plant.target is not None and not (plant.probe_every or 0) >= 1:
                 problems.append(f"{name}.target needs probe_every, a whole number of epochs >= 1")
+        if not 0.0 < self.miscalibrated.over_share < 1.0:
+            problems.append(
+                "miscalibrated.overconfident_share must be in (0, 1), got "
+                f"{self.miscalibrated.over_share}"
+            )
         if (self.miscalibrated.overconfident_ece is None) != (
             self.miscalibrated.underconfident_ece is None
         ):

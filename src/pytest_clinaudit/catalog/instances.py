@@ -153,14 +153,16 @@ def _payload(
 
 
 def recipe(settings: GameSettings) -> dict[str, Any]:
-    """The settings as the cache key and the manifest's check see them. The hard tier's
-    additions are left out where a game-v1 variant leaves them unset, so that adding them
-    changed no game-v1 instance's key."""
+    """The settings as the cache key and the manifest's check see them. Later additions
+    (the hard tier's, a miscalibration's direction share) are left out where a variant
+    leaves them unset, so that adding them changed no other instance's key."""
     found = dataclasses.asdict(settings)
     if found["hard"] is None:
         del found["hard"]
     if found["tolerance"]["top_decile_gap"] is None:
         del found["tolerance"]["top_decile_gap"]
+    if found["miscalibrated"]["overconfident_share"] is None:
+        del found["miscalibrated"]["overconfident_share"]
     return found
 
 
