@@ -70,6 +70,11 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
             "",
             "overconfident_ece and underconfident_ece are given together",
         ),
+        (
+            "overconfident_ece = [0.066, 0.104]",
+            "overconfident_ece = [0.066, 0.104]\noverconfident_share = 1.0",
+            "miscalibrated.overconfident_share must be in (0, 1), got 1.0",
+        ),
         ('column = "comfort_care_order"', 'column = "heart_rate"', "must be recorded after"),
         ("clean = [1, 2]", "clean = [6]", "each count must lie in [1, models)"),
         ("detection = 0.5", "detection = 0.6", "game.score: must be non-negative and sum to 1"),
