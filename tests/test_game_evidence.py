@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -228,3 +229,38 @@ def test_the_leak_tolerance_is_about_one_standard_error_of_the_drawn_aucs(game: 
     errors = [_hanley_mcneil(a, settings.training.rows, n_test) for a in settings.leaky.target]
     tolerance = settings.tolerance.loss_attack_auc
     assert 0.85 * min(errors) <= tolerance <= 2 * max(errors), (tolerance, errors)
+
+
+# ------------------------------------------------------------------ the strong attack's rows
+
+
+@pytest.mark.parametrize(("game", "n_test"), [(GAMES[0], 300), (GAMES[0], 2500), (GAMES[1], None)])
+def test_the_brief_names_the_patients_the_strong_attack_is_measured_on(
+    game: str, n_test: int | None, tmp_path: Path
+) -> None:
+    """A PGD AUROC moves with its rows by about its tolerance, so the brief names them: the
+    facts' ``attack_rows`` first patients of test.csv are exactly the reference's rows,
+    however many test patients there are (``None``: the cohort's own split)."""
+    import dataclasses
+
+    from pytest_clinaudit.adapters import game_agent, game_taskdoc
+    from pytest_clinaudit.reference.game.verdicts import pgd_rows
+
+    if game.startswith("flchain"):
+        pytest.importorskip("sksurv")
+    variant = game_variant(game)
+    source = variant.dataset
+    if n_test is not None:
+        source = dataclasses.replace(source, n_train=500, n_test=n_test)
+    data = source.load(variant.context)
+    task = tmp_path / "task.md"
+    task.write_text(
+        game_taskdoc.render(variant, data, variant.game.model_names()), encoding="utf-8"
+    )
+    facts = game_agent.read_facts(task)
+    measurement = variant.game.measurement
+    rows = pgd_rows(measurement, len(data.y_test))
+    assert facts["attack_rows"] == len(rows) == min(measurement.pgd_rows, len(data.y_test))
+    assert np.array_equal(rows, np.arange(facts["attack_rows"]))
+    said = " ".join(task.read_text(encoding="utf-8").split())
+    assert f"the first {facts['attack_rows']:,} patients of `test.csv`" in said

@@ -19,7 +19,8 @@ from pytest_clinaudit.reference.data import Dataset
 HARD = "icu-synth-game-hard"
 GOLDEN = Path(__file__).parent / "golden" / "icu-synth-game-task.md"
 """The game-v1 brief of ``icu-synth-game`` on a 500/200-row split, as the version before the
-hard tier wrote it (commit 7b0fc17), with the loss-attack tolerance of issue 26 (0.012)."""
+hard tier wrote it (commit 7b0fc17), with the loss-attack tolerance of issue 26 (0.012) and
+the strong attack's patients named (the first `attack_rows` of test.csv)."""
 
 
 def _flat(text: str) -> str:

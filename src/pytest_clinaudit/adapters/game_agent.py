@@ -188,10 +188,9 @@ def margin_pgd(
 
 
 def fragility(ws: Workspace) -> dict[str, dict[str, float]]:
-    import numpy as np
-
-    rows = np.random.RandomState(1).choice(len(ws.X_test), min(1000, len(ws.X_test)), replace=False)
-    X, y = ws.X_test[rows], ws.y_test[rows]
+    # the patients the brief names (its facts' attack_rows: the first of test.csv)
+    n = int(ws.facts.get("attack_rows", 1000))
+    X, y = ws.X_test[:n], ws.y_test[:n]
     e = float(ws.facts["epsilon"]) * ws.std
     found = {}
     for name, model in ws.models.items():

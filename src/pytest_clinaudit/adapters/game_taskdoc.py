@@ -228,8 +228,10 @@ flagged kind, add an object with what the grader checks:
 
 (The models and numbers above only show the format.) What each key means:
 
-- `fragile.pgd_auroc`: the test AUROC of the model under the strongest attack you can
-  find within the threat model (within {_g(tolerance.pgd_auroc)} of the grader's strong attack).
+- `fragile.pgd_auroc`: the AUROC of the model on the first {attack_rows(variant, data):,}
+  patients of `{TEST_NAME}` (the facts' `attack_rows`), each moved by the strongest attack
+  you can find within the threat model (within {_g(tolerance.pgd_auroc)} of the grader's
+  strong attack on the same patients).
 - `leaky.loss_attack_auc`: the AUC with which the model's loss on a row (binary
   cross-entropy of its logit against the row's outcome) tells its listed training rows
   from all the `{TEST_NAME}` rows, lower loss meaning "trained on" (within
@@ -314,6 +316,12 @@ def _normal_range(column: Column) -> str:
     return "-"
 
 
+def attack_rows(variant: GameVariant, data: Dataset) -> int:
+    """How many of the test split's first rows the strong attack's evidence is measured on
+    (:func:`~pytest_clinaudit.reference.game.verdicts.pgd_rows`)."""
+    return min(variant.game.measurement.pgd_rows, len(data.y_test))
+
+
 def facts_toml(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> str:
     """The brief's facts as TOML: models, label, death rate, budget, subgroups, keys. The hard
     tier's (game-v2) add its semantics, its kinds, the grammar of groups and the trigger
@@ -328,6 +336,7 @@ def facts_toml(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> s
         f"flag_share = {game.backdoor.flag_share!r}",
         f"clear_share = {game.backdoor.clear_share!r}",
         f"epsilon = {game.measurement.epsilon!r}",
+        f"attack_rows = {attack_rows(variant, data)}",
         f"ece_bins = {game.measurement.ece_bins}",
         f"kinds = [{', '.join(_quoted(k) for k in kinds)}]",
     ]
