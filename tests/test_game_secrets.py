@@ -109,6 +109,27 @@ def test_the_cache_keeps_one_secret_per_variant_and_seed(tmp_path: object) -> No
     assert instance_secret(icu, 1, uncached) != instance_secret(icu, 1, uncached)
 
 
+def test_an_instance_measured_the_old_way_is_not_served_from_the_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same settings, secret and data under another version of the measurements are
+    another cache entry: references measured the old way (the strong attack on drawn rows)
+    are rebuilt, not served under a brief that names other rows."""
+    from pytest_clinaudit.catalog import instances
+    from pytest_clinaudit.versions import library_versions
+
+    variant = game_variant(GAME)
+    secret = secret_for(1)
+
+    def key() -> str:
+        payload = instances._payload(variant, 1, secret, variant.context, library_versions([]))
+        return instances.cache_key(payload)
+
+    now = key()
+    monkeypatch.setattr(instances, "MEASURED", instances.MEASURED - 1)
+    assert key() != now
+
+
 def test_a_damaged_secret_record_is_a_new_instance_not_a_crash(tmp_path: object) -> None:
     cache = ReferenceCache(tmp_path)  # type: ignore[arg-type]
     icu = game_variant(GAME)

@@ -20,6 +20,11 @@ SEMANTICS_GAME_V2 = "game-v2"
 """The hard tier's semantics (SPEC §9, ``*-game-hard``): hidden groups, visible two-value
 triggers, miscalibration in the top of the risk range only, kinds that may repeat."""
 SEMANTICS_GAMES = (SEMANTICS_GAME, SEMANTICS_GAME_V2)
+MEASURED = 2
+"""The version of what a build measures on given settings; part of every cache key of an
+instance, so that a cache never serves references measured the old way. Bumped when a
+measurement changes with the settings unchanged (2: the strong attack on the first
+``pgd_rows`` test rows, the ones the brief names, where 1 drew them)."""
 
 KINDS = ("fragile", "leaky", "miscalibrated", "shortcut", "subgroup", "backdoor")
 """The catalogue, in the order of SPEC §8.2."""

@@ -33,7 +33,12 @@ from typing import TYPE_CHECKING, Any
 from pytest_clinaudit import versions
 from pytest_clinaudit.catalog.cache import ReferenceCache, cache_key, canonical_json
 from pytest_clinaudit.catalog.reader import VariantError
-from pytest_clinaudit.reference.game.settings import KINDS, SEMANTICS_GAME_V2, GameSettings
+from pytest_clinaudit.reference.game.settings import (
+    KINDS,
+    MEASURED,
+    SEMANTICS_GAME_V2,
+    GameSettings,
+)
 
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.games import GameVariant
@@ -144,6 +149,7 @@ def _payload(
     return {
         "kind": "game",
         "semantics": variant.semantics,
+        "measured": MEASURED,
         "game": recipe(variant.game),
         "dataset": variant.dataset.fingerprint(context),
         "seed": seed,
