@@ -88,9 +88,15 @@ class Measured:
     flips: dict[tuple[str, float], float]
 
 
+def attack_rows(m: Measurement, n_test: int) -> int:
+    """How many of the test split's first rows the strong attack runs on
+    (:func:`pgd_rows`): the number the brief names."""
+    return min(m.pgd_rows, n_test)
+
+
 def pgd_rows(m: Measurement, n_test: int) -> IntArray:
-    """The test rows the strong attack runs on: the first ``m.pgd_rows`` of the test split
-    (in a random order already), as the brief names them.
+    """The test rows the strong attack runs on: the first :func:`attack_rows` of the test
+    split (in a random order already), as the brief names them.
 
     A PGD AUROC moves with the rows it is measured on by about its tolerance (FLCHAIN:
     1,000 other rows read 0.03-0.06 higher on every fragile model of ten instances), so an
@@ -98,7 +104,7 @@ def pgd_rows(m: Measurement, n_test: int) -> IntArray:
     made an exact attack miss it."""
     import numpy as np
 
-    return np.arange(min(m.pgd_rows, n_test))
+    return np.arange(attack_rows(m, n_test))
 
 
 def measure_model(

@@ -188,8 +188,7 @@ def margin_pgd(
 
 
 def fragility(ws: Workspace) -> dict[str, dict[str, float]]:
-    # the patients the brief names (its facts' attack_rows: the first of test.csv)
-    n = int(ws.facts.get("attack_rows", 1000))
+    n = int(ws.facts["attack_rows"])  # the brief's patients: the first n of test.csv
     X, y = ws.X_test[:n], ws.y_test[:n]
     e = float(ws.facts["epsilon"]) * ws.std
     found = {}

@@ -318,8 +318,10 @@ def _normal_range(column: Column) -> str:
 
 def attack_rows(variant: GameVariant, data: Dataset) -> int:
     """How many of the test split's first rows the strong attack's evidence is measured on
-    (:func:`~pytest_clinaudit.reference.game.verdicts.pgd_rows`)."""
-    return min(variant.game.measurement.pgd_rows, len(data.y_test))
+    (:func:`~pytest_clinaudit.reference.game.verdicts.attack_rows`)."""
+    from pytest_clinaudit.reference.game.verdicts import attack_rows as rows
+
+    return rows(variant.game.measurement, len(data.y_test))
 
 
 def facts_toml(variant: GameVariant, data: Dataset, names: tuple[str, ...]) -> str:

@@ -158,17 +158,21 @@ def _payload(
     }
 
 
+_LATER = (("hard",), ("tolerance", "top_decile_gap"), ("miscalibrated", "overconfident_share"))
+"""Settings added after instances were cached, by their path in :func:`recipe`'s tables."""
+
+
 def recipe(settings: GameSettings) -> dict[str, Any]:
     """The settings as the cache key and the manifest's check see them. Later additions
     (the hard tier's, a miscalibration's direction share) are left out where a variant
     leaves them unset, so that adding them changed no other instance's key."""
     found = dataclasses.asdict(settings)
-    if found["hard"] is None:
-        del found["hard"]
-    if found["tolerance"]["top_decile_gap"] is None:
-        del found["tolerance"]["top_decile_gap"]
-    if found["miscalibrated"]["overconfident_share"] is None:
-        del found["miscalibrated"]["overconfident_share"]
+    for *tables, key in _LATER:
+        table = found
+        for name in tables:
+            table = table[name]
+        if table[key] is None:
+            del table[key]
     return found
 
 
