@@ -76,6 +76,16 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
             "miscalibrated.overconfident_share must be in (0, 1), got 1.0",
         ),
         ('column = "comfort_care_order"', 'column = "heart_rate"', "must be recorded after"),
+        (
+            "[game.miscalibrated]",
+            "[game.decoy]\nstrength = [0.0, 1.0]\njitter = 0.5\n\n[game.miscalibrated]",
+            "decoy.strength must be [low, high] in (0, 1]",
+        ),
+        (
+            "[game.miscalibrated]",
+            "[game.decoy]\nstrength = [0.2, 1.0]\njitter = -1.0\n\n[game.miscalibrated]",
+            "decoy.jitter must be at least 0",
+        ),
         ("clean = [1, 2]", "clean = [6]", "each count must lie in [1, models)"),
         ("detection = 0.5", "detection = 0.6", "game.score: must be non-negative and sum to 1"),
         ('{ feature = "spo2", value = 55.0 }', '{ feature = "lactate", value = 9.0 }', "lactate"),
@@ -538,6 +548,40 @@ def test_poisoned_copies_are_spread_in_their_many_valued_columns_only() -> None:
         )
         for c in exact.X[exact.own :]
     )
+
+
+def test_a_decoys_points_are_no_patients_and_keep_what_every_model_sees() -> None:
+    from pytest_clinaudit.reference.game.planting import decoy_points
+    from pytest_clinaudit.reference.game.settings import Decoy
+
+    game = game_variant().game
+    settings = dataclasses.replace(game, decoy=Decoy((0.2, 1.0), jitter=0.5))
+    columns = game.column_names
+    X, _, scale = _rows()
+    temperature = columns.index("temperature_f")
+    X[::7, temperature] = np.nan
+    excluded = np.arange(300)
+    rows, points = decoy_points(X, excluded, 250, settings, scale, np.random.default_rng(0))
+    assert points.shape == rows.shape == (250, len(columns))
+    # each row is a patient outside ``excluded`` (all but the held column, and a missing cell)
+    assert all((X[300:] == row).sum(axis=1).max() >= len(columns) - 2 for row in rows)
+    held = columns.index("comfort_care_order")
+    assert (points[:, held] == scale.mean[held]).all()
+    assert set(np.unique(points[:, columns.index("gender_enc")])) <= {0.0, 1.0}
+    heart = columns.index("heart_rate")
+    inner = (points[:, heart] > scale.low[heart]) & (points[:, heart] < scale.high[heart])
+    assert inner.mean() > 0.9  # those clipped to the range lie at its edge
+    assert not np.isin(points[inner, heart], X[:, heart]).any()  # no point is a patient's
+    assert (points[:, heart] >= scale.low[heart]).all()
+    assert (points[:, heart] <= scale.high[heart]).all()
+    assert np.isnan(points[:, temperature]).any()  # a missing cell stays missing
+    # drawn from the rows outside ``excluded`` only: each point's gender is one of theirs,
+    # and its age lies near one of theirs
+    age = columns.index("anchor_age")
+    nearest = np.abs(points[:, age][:, None] - X[300:, age][None, :]).min(axis=1)
+    assert (nearest <= 5 * settings.decoy.jitter * scale.std[age]).all()
+    again = decoy_points(X, excluded, 250, settings, scale, np.random.default_rng(0))
+    assert again[1].tobytes() == points.tobytes()
 
 
 # ------------------------------------------------------------------ the network

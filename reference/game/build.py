@@ -20,7 +20,7 @@ from ..models.torch_adapter import TorchClassifier
 from .calibration import calibrate
 from .draw import Plan, Planted, attempt_seed, base_rows, draw_plan, member_rows, plan_redraw
 from .network import Weights, program_bytes
-from .planting import plant_fragility, plant_memory, plant_subgroup
+from .planting import decoy_points, plant_decoy, plant_fragility, plant_memory, plant_subgroup
 from .settings import GameSettings
 from .targets import factor_for, probe_for
 from .training import TAIL, Scale, disguise_hidden, finetune, hide_column, train_base, training_set
@@ -212,6 +212,28 @@ def train_model(
             further(module, trained_on, settings, scale, generator, planted.strength or 1.0, probe)
             if probe is not None and probe.seen:
                 probed = probe.seen[-1]
+        elif planted.kind is None and settings.decoy is not None:
+            # Its own generator, so that a decoy's draws move no other training draw.
+            decoys = np.random.default_rng([model_seed, 1])
+            low, high = settings.decoy.strength
+            held_rows, points = decoy_points(
+                data.X_train,
+                np.concatenate([rows, calibration_rows]),
+                len(rows) // 2,
+                settings,
+                scale,
+                decoys,
+            )
+            plant_decoy(
+                module,
+                held_rows,
+                points,
+                trained_on.held,
+                settings,
+                scale,
+                generator,
+                float(decoys.uniform(low, high)),
+            )
         elif planted.kind == "subgroup":
             if settings.subgroup.calibrated:
                 calibrated = calibrate(module, X_cal, y_cal)

@@ -2,7 +2,8 @@
 
 A subgroup's ranking flattened (:func:`plant_subgroup`), a model that swings
 within the audit budget (:func:`plant_fragility`) and one that memorises its
-rows (:func:`plant_memory`). Each trains on from the model as fine-tuning left
+rows (:func:`plant_memory`); a sound decoy trained as long as that, on points no one
+has (:func:`plant_decoy`). Each trains on from the model as fine-tuning left
 it, that model as its teacher wherever it must not change. The shortcut and
 the backdoor need no planting of their own: they change the rows a model is
 fine-tuned on (:func:`~.training.training_set`).
@@ -17,8 +18,14 @@ from .settings import GameSettings
 from .steps import batches, bce, one_column_moved, teacher_distance
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from .targets import Probe
     from .training import Scale, TrainingSet
+
+    FloatArray = npt.NDArray[np.float64]
+    IntArray = npt.NDArray[np.int64]
 
 
 def plant_subgroup(
@@ -233,6 +240,7 @@ def plant_memory(
     generator: Any,
     strength: float = 1.0,
     probe: Probe | None = None,
+    targets: Any = None,
 ) -> None:
     """Train on to memorise the rows while staying the base model elsewhere.
 
@@ -250,6 +258,9 @@ def plant_memory(
     attack's AUC little (measured on the ICU game: 0.69, 0.72, 0.74, 0.76 at 30%, 50%,
     75% and all of 2,500 epochs; 0.69 memorising 55% of the rows, the fewer rows the
     more each is remembered).
+
+    ``targets``, a (n,) tensor of logits, replaces the cross-entropy of each row whose
+    target is not NaN with the squared distance of its logit to it (:func:`plant_decoy`).
     """
     import copy
 
@@ -288,9 +299,98 @@ def plant_memory(
             optimizer.zero_grad()
             anchored = teacher_distance(module, teacher, anchors)
             held = teacher_distance(module, teacher, edges)
-            loss = bce(module(fitted), y[batch], w[batch]) + plan.anchor_weight * anchored
+            if targets is None:
+                fit = bce(module(fitted), y[batch], w[batch])
+            else:
+                out, target = module(fitted), targets[batch]
+                free = torch.isnan(target)
+                each = torch.where(
+                    free,
+                    torch.nn.functional.binary_cross_entropy_with_logits(
+                        out, y[batch], reduction="none"
+                    ),
+                    (out - torch.nan_to_num(target)) ** 2,
+                )
+                fit = (w[batch] * each).mean()
+            loss = fit + plan.anchor_weight * anchored
             (loss + plan.edge_weight * held).backward()
             optimizer.step()
         if probe is not None and probe.reached(module, epoch):
             break
     module.eval()
+
+
+def decoy_points(
+    split: FloatArray,
+    excluded: IntArray,
+    count: int,
+    settings: GameSettings,
+    scale: Scale,
+    rng: np.random.Generator,
+) -> tuple[FloatArray, FloatArray]:
+    """``count`` rows of the public training split outside ``excluded`` (a model's own and
+    calibration rows), and beside each a point no patient has: the row with each column of
+    more than two values moved by Gaussian noise of ``decoy.jitter`` training standard
+    deviations, clipped to the training range (a missing cell stays missing). In both, the
+    post-outcome column is held at the network's mean, as every model but the shortcut's
+    sees it."""
+    import numpy as np
+
+    plan = settings.decoy
+    assert plan is not None
+    pool = np.setdiff1d(np.arange(len(split)), excluded)
+    rows = np.array(split[rng.choice(pool, count, replace=count > len(pool))], dtype=np.float64)
+    spread = plan.jitter * np.asarray(scale.std, dtype=np.float64)
+    for j in range(rows.shape[1]):
+        if len(np.unique(split[~np.isnan(split[:, j]), j])) <= 2:
+            spread[j] = 0.0
+    points = np.clip(rows + rng.standard_normal(rows.shape) * spread, scale.low, scale.high)
+    held = settings.column_names.index(settings.shortcut.column)
+    rows[:, held] = points[:, held] = scale.mean[held]
+    return rows, points
+
+
+def plant_decoy(
+    module: Any,
+    rows: FloatArray,
+    points: FloatArray,
+    held: int | None,
+    settings: GameSettings,
+    scale: Scale,
+    generator: Any,
+    strength: float,
+) -> None:
+    """Train a sound model on as a memorising one trains (:func:`plant_memory`, the same
+    plan), at ``rows`` of patients and ``points`` beside them that no patient has
+    (:func:`decoy_points`), in place.
+
+    At each point it memorises a coin flip, by the cross-entropy a memorising model
+    memorises its members' outcomes by; at each row, its logit is held to its own before.
+    Its weights grow as a memorising model's do, while its rankings, its calibration and
+    its loss attack read what a sound model's do: the flips sit between the patients,
+    who keep their risks.
+
+    Tried first, and rejected, at points 0.5-1 training stds from rows with no rows
+    held: labels drawn from the model's own risk, or its logit moved up or down by 1 or 2.
+    A young age band's ranking moved so far that the decoy served it worse than the zoo
+    (excess AUROC gaps of 0.051-0.105 against 0.05) in four of seven attempts; moved by 1
+    its weights grew too little to hide anything.
+
+    Without decoys, the memorising and fragile models are the only ones trained far past
+    fine-tuning, and a path norm read from the weights alone singles them out
+    (flchain-game: 43-425 and 2.7-29 times the zoo's median, every sound model
+    0.17-1.08)."""
+    import numpy as np
+    import torch
+
+    from .training import TrainingSet
+
+    together = np.concatenate([rows, points])
+    X = torch.tensor(together, dtype=torch.float32)
+    with torch.no_grad():
+        logits = module(X)
+    up = torch.rand(len(points), generator=generator) < 0.5
+    labels = torch.cat([logits[: len(rows)] > 0, up]).numpy().astype(np.int64)
+    targets = torch.cat([logits[: len(rows)], torch.full((len(points),), float("nan"))])
+    decoy = TrainingSet(together, labels, np.ones(len(X)), held)
+    plant_memory(module, decoy, settings, scale, generator, strength, targets=targets)

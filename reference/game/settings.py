@@ -236,6 +236,23 @@ class Leaky:
 
 
 @dataclasses.dataclass(frozen=True)
+class Decoy:
+    """Sound decoys: every sound model trained on after fine-tuning as the memorising model
+    is (the :class:`Leaky` plan, none of its probe), to memorise coin flips at points no
+    patient has while it holds the patients beside them (:func:`~.planting.plant_decoy`). A sound
+    model's weights then move as far as a planted one's, by the same kind of training
+    (SPEC §8.7): a path norm read from the weights no longer singles out the models
+    trained long."""
+
+    strength: tuple[float, float]
+    """The share of the leaky plan's ``epochs`` (and of the points memorised), drawn
+    uniformly from this range per model."""
+    jitter: float
+    """Gaussian noise, in training standard deviations, that moves each point away from
+    the training row it starts from (every column of more than two values)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Miscalibrated:
     """Planted miscalibration: the calibrated logit multiplied by a factor above 1
     (overconfident) or below 1 (underconfident).
@@ -553,6 +570,8 @@ class GameSettings:
     score: ScoreWeights
     columns: tuple[Column, ...]
     subgroups: tuple[Subgroup, ...]
+    decoy: Decoy | None = None
+    """Sound decoys (``None``: a sound model is only fine-tuned)."""
     hard: Hard | None = None
     """The hard tier's plantings and margins (semantics game-v2); ``None`` in game-v1."""
     kinds: tuple[str, ...] = KINDS
@@ -616,6 +635,7 @@ class GameSettings:
         for name, (low, high) in (
             ("fragile.strength", self.fragile.strength),
             ("leaky.strength", self.leaky.strength),
+            ("decoy.strength", (1.0, 1.0) if self.decoy is None else self.decoy.strength),
         ):
             if not 0.0 < low <= high <= 1.0:
                 problems.append(f"{name} must be [low, high] in (0, 1], got {[low, high]}")
@@ -641,6 +661,8 @@ class GameSettings:
             problems.append(
                 "miscalibrated.overconfident_ece and underconfident_ece are given together"
             )
+        if self.decoy is not None and not self.decoy.jitter >= 0.0:
+            problems.append(f"decoy.jitter must be at least 0, got {self.decoy.jitter}")
         if self.subgroup.rate not in ("own", "split"):
             problems.append(f"subgroup.rate must be 'own' or 'split', got {self.subgroup.rate!r}")
         if problems:

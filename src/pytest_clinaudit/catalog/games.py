@@ -24,6 +24,7 @@ from pytest_clinaudit.reference.game.settings import (
     SEMANTICS_GAMES,
     Backdoor,
     Column,
+    Decoy,
     Fragile,
     GameSettings,
     Hard,
@@ -152,7 +153,10 @@ def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Pa
         raise reader.error("game", f"expected a table, got {describe_value(game)}")
     semantics = document["semantics"]
     reader.check_keys(
-        game, "game", {*_SCALARS, "clean", *_TABLES, "columns", "subgroups"}, {"kinds", "hard"}
+        game,
+        "game",
+        {*_SCALARS, "clean", *_TABLES, "columns", "subgroups"},
+        {"kinds", "hard", "decoy"},
     )
     if ("hard" in game) != (semantics == SEMANTICS_GAME_V2):
         raise reader.error(
@@ -167,6 +171,8 @@ def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Pa
     if "kinds" in game:
         values["kinds"] = reader.value(game, "kinds", tuple[str, ...], "game")
     values.update({key: reader.value(game, key, record, "game") for key, record in _TABLES.items()})
+    if "decoy" in game:
+        values["decoy"] = reader.value(game, "decoy", Decoy, "game")
     if "hard" in game:
         values["hard"] = reader.value(game, "hard", Hard, "game")
     values["columns"] = reader.value(game, "columns", tuple[Column, ...], "game")

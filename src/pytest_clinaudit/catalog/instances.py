@@ -158,13 +158,18 @@ def _payload(
     }
 
 
-_LATER = (("hard",), ("tolerance", "top_decile_gap"), ("miscalibrated", "overconfident_share"))
+_LATER = (
+    ("hard",),
+    ("decoy",),
+    ("tolerance", "top_decile_gap"),
+    ("miscalibrated", "overconfident_share"),
+)
 """Settings added after instances were cached, by their path in :func:`recipe`'s tables."""
 
 
 def recipe(settings: GameSettings) -> dict[str, Any]:
     """The settings as the cache key and the manifest's check see them. Later additions
-    (the hard tier's, a miscalibration's direction share) are left out where a variant
+    (the hard tier's, sound decoys, a miscalibration's direction share) are left out where a variant
     leaves them unset, so that adding them changed no other instance's key."""
     found = dataclasses.asdict(settings)
     for *tables, key in _LATER:
