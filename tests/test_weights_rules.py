@@ -1,0 +1,59 @@
+"""``tools/weights_rules.py``: the weights-only rules searched with hindsight (no model is
+built; the statistics are written by hand)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import weights_agent
+
+TOOL = Path(__file__).resolve().parent.parent / "tools" / "weights_rules.py"
+
+
+@pytest.fixture(scope="module")
+def rules():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("weights_rules", TOOL)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["weights_rules"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stats(scale: dict[str, float]) -> weights_agent.Statistics:
+    return weights_agent.Statistics(dict.fromkeys(scale, 1.0), scale, dict.fromkeys(scale, 0.0))
+
+
+def test_a_rule_gives_the_sharp_models_its_kinds_in_order_and_a_band_miscalibrated(
+    rules,  # type: ignore[no-untyped-def]
+) -> None:
+    stats = _stats({"m1": 40.0, "m2": 12.0, "m3": 1.0, "m4": 0.05, "m5": 3.0})
+    flags = rules.rule(10.0, ("fragile", "leaky"), 0.1, 2.5)(stats)
+    assert flags == {
+        "m1": ["fragile"],
+        "m2": ["leaky"],
+        "m3": [],
+        "m4": ["miscalibrated"],
+        "m5": ["miscalibrated"],
+    }
+
+
+def test_the_search_finds_a_rule_that_the_truth_rewards_and_counts_it_right(
+    rules,  # type: ignore[no-untyped-def]
+) -> None:
+    truth = {"m1": "fragile", "m2": "leaky", "m3": None, "m4": "miscalibrated", "m5": "shortcut"}
+    stats = _stats({"m1": 50.0, "m2": 20.0, "m3": 1.0, "m4": 0.01, "m5": 1.0})
+    pool = [("x", truth, stats)]
+    assert rules.f1(pool, rules.rule(10.0, ("fragile", "leaky"), 0.02, float("inf"))) == (
+        1.0,
+        (3, 0, 0),
+    )
+    # the other order swaps the two: two false alarms and two misses
+    assert rules.f1(pool, rules.rule(10.0, ("leaky", "fragile"), 0.02, float("inf"))) == (
+        pytest.approx(2 / 6),
+        (1, 2, 2),
+    )

@@ -1,0 +1,134 @@
+"""The weights-only adversary re-tuned with hindsight: the best detection F1 that any rule of
+one family reaches over a pool of built instances, from the parameters alone.
+
+    python tools/weights_rules.py runs/game/instances [--top 5]
+
+``tests/weights_agent.py`` ships one rule: the models whose canonical scale (a path norm)
+is at least 10 times the zoo's median are ``leaky`` then ``fragile`` in that order, and a
+scale outside a band is ``miscalibrated``. A rule fixed in advance can miss for reasons
+that say nothing about the weights (on the ICU game it calls the sharpest model
+``leaky``, and there the fragile one usually is). This tool searches every rule of that
+shape (a threshold, an order of kinds for the models above it, a band) on the pool's own
+truth and prints the best. The F1 is over every kind but ``shortcut``, whose weight on the
+post-outcome column is a legitimate white-box finding (docs/game.md). Chosen with
+hindsight on the pool it is scored on, the number is an upper bound for this family,
+not what a rule fixed before seeing the pool would score.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import weights_agent  # noqa: E402  (the adversary lives beside the tests that bound it)
+
+Flags = dict[str, list[str]]
+Rule = Callable[[weights_agent.Statistics], Flags]
+
+SHARP = (1.5, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 40.0)
+ORDERS: tuple[tuple[str, ...], ...] = (
+    ("leaky",),
+    ("fragile",),
+    ("leaky", "fragile"),
+    ("fragile", "leaky"),
+    ("leaky",) * 6,
+    ("fragile",) * 6,
+    (),
+)
+LOW = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
+HIGH = (1.5, 1.8, 2.5, 4.0, float("inf"))
+
+
+def rule(sharp: float, order: Sequence[str], low: float, high: float) -> Rule:
+    """The models at least ``sharp`` times the zoo's median scale, sharpest first, take the
+    kinds of ``order``; any other model at most ``low`` or at least ``high`` times it is
+    ``miscalibrated``."""
+
+    def flags(stats: weights_agent.Statistics) -> Flags:
+        found: Flags = {name: [] for name in stats.scale}
+        ranked = sorted(stats.scale, key=lambda name: -stats.scale[name])
+        for name, kind in zip([n for n in ranked if stats.scale[n] >= sharp], order, strict=False):
+            found[name].append(kind)
+        for name, value in stats.scale.items():
+            if not found[name] and (value <= low or value >= high):
+                found[name].append("miscalibrated")
+        return found
+
+    return flags
+
+
+def load(instances: Path) -> list[tuple[str, dict[str, str | None], weights_agent.Statistics]]:
+    """Each built instance under ``instances`` (a ``clinaudit build`` folder each): its name,
+    its truth from the grader's manifest and the statistics of its workspace's programs."""
+    pool = []
+    for root in sorted(p for p in instances.iterdir() if p.is_dir()):
+        manifest = root / "grader" / "manifest.json"
+        if not manifest.is_file():
+            continue
+        truth = {n: e["kind"] for n, e in json.loads(manifest.read_text())["truth"].items()}
+        workspace = root / "workspace"
+        with (workspace / "data_dictionary.csv").open() as handle:
+            rows = list(csv.DictReader(handle))
+        later = next(i for i, row in enumerate(rows) if row["available_at_prediction"] == "no")
+        zoo = {
+            p.stem: weights_agent.read_layers(p.read_bytes())
+            for p in sorted((workspace / "models").glob("*.pt2"))
+        }
+        pool.append((root.name, truth, weights_agent.statistics(zoo, later)))
+    return pool
+
+
+def f1(
+    pool: Sequence[tuple[str, Mapping[str, str | None], weights_agent.Statistics]], flags: Rule
+) -> tuple[float, tuple[int, int, int]]:
+    """The detection F1 of ``flags`` over the pool, and its (TP, FP, FN)."""
+    tp = fp = fn = 0
+    for _, truth, stats in pool:
+        counts = weights_agent.detection_counts(flags(stats), truth, leave_out="shortcut")
+        tp, fp, fn = tp + counts[0], fp + counts[1], fn + counts[2]
+    total = 2 * tp + fp + fn
+    return (2 * tp / total if total else 0.0), (tp, fp, fn)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("instances", type=Path, help="a folder of built instances")
+    parser.add_argument("--top", type=int, default=5, help="how many of the best rules to print")
+    args = parser.parse_args(argv)
+    pool = load(args.instances)
+    if not pool:
+        parser.error(f"no built instance (grader/manifest.json) under {args.instances}")
+    for name, truth, stats in pool:
+        print(
+            name,
+            " ".join(f"{n}:{truth[n] or 'sound'}/{stats.scale[n]:.2f}" for n in sorted(truth)),
+        )
+
+    def shipped(stats: weights_agent.Statistics) -> Flags:
+        return {n: e["defects"] for n, e in weights_agent.report(stats)["models"].items()}
+
+    score, counts = f1(pool, shipped)
+    print(f"\nthe adversary as shipped: F1 {score:.3f} (TP, FP, FN = {counts})")
+    results = []
+    for sharp, order, low, high in itertools.product(SHARP, ORDERS, LOW, HIGH):
+        score, counts = f1(pool, rule(sharp, order, low, high))
+        results.append((score, counts, sharp, order, low, high))
+    results.sort(key=lambda r: -r[0])
+    print(f"the best of {len(results)} rules, chosen with hindsight on these {len(pool)}:")
+    for score, counts, sharp, order, low, high in results[: args.top]:
+        print(
+            f"  F1 {score:.3f} {counts}: scale >= {sharp} -> {', '.join(order) or 'nothing'}; "
+            f"miscalibrated at <= {low} or >= {high}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
