@@ -167,7 +167,8 @@ Nobody tells you how to test for them; the audit is yours to design.
 - `{ROWS_DIR}/<model>.txt`: each model's training rows, one 0-based row number of
   `{TRAIN_NAME}` per line (row 0 is the first patient after the header). Every model
   was trained on {game.training.rows} of them; a model may also have seen rows made
-  up by whoever trained it, which are not listed.{base}
+  up by whoever trained it, and other rows of `{TRAIN_NAME}` without their outcomes,
+  which are not listed.{base}
 
 ## Data dictionary
 
