@@ -561,11 +561,11 @@ def test_a_decoys_points_are_no_patients_and_keep_what_every_model_sees() -> Non
     temperature = columns.index("temperature_f")
     X[::7, temperature] = np.nan
     excluded = np.arange(300)
-    rows, points = decoy_points(X, excluded, 250, settings, scale, np.random.default_rng(0))
+    held = columns.index("comfort_care_order")
+    rows, points = decoy_points(X, excluded, 250, held, settings, scale, np.random.default_rng(0))
     assert points.shape == rows.shape == (250, len(columns))
     # each row is a patient outside ``excluded`` (all but the held column, and a missing cell)
     assert all((X[300:] == row).sum(axis=1).max() >= len(columns) - 2 for row in rows)
-    held = columns.index("comfort_care_order")
     assert (points[:, held] == scale.mean[held]).all()
     assert set(np.unique(points[:, columns.index("gender_enc")])) <= {0.0, 1.0}
     heart = columns.index("heart_rate")
@@ -580,7 +580,7 @@ def test_a_decoys_points_are_no_patients_and_keep_what_every_model_sees() -> Non
     age = columns.index("anchor_age")
     nearest = np.abs(points[:, age][:, None] - X[300:, age][None, :]).min(axis=1)
     assert (nearest <= 5 * settings.decoy.jitter * scale.std[age]).all()
-    again = decoy_points(X, excluded, 250, settings, scale, np.random.default_rng(0))
+    again = decoy_points(X, excluded, 250, held, settings, scale, np.random.default_rng(0))
     assert again[1].tobytes() == points.tobytes()
 
 

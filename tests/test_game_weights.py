@@ -56,23 +56,9 @@ def test_a_sound_decoys_weights_grow_as_a_long_trained_models_do(
     root = built_workspace(tmp_path_factory, 2, "flchain-game")
     truth = json.loads((root / "grader" / "manifest.json").read_text())["truth"]
     kinds = {name: entry["kind"] for name, entry in truth.items()}
-    zoo = {
-        p.stem: weights_agent.read_layers(p.read_bytes())
-        for p in sorted((root / "workspace" / "models").glob("*.pt2"))
-    }
-    scale = weights_agent.statistics(zoo, outcome_column(root)).scale
+    scale = weights_agent.workspace_statistics(root / "workspace").scale
     decoys = [scale[n] for n, kind in kinds.items() if kind is None]
     tuned = [scale[n] for n, kind in kinds.items() if kind in ("subgroup", "backdoor", "shortcut")]
     assert decoys
     assert tuned
     assert min(decoys) > max(tuned), (scale, kinds)
-
-
-def outcome_column(root: object) -> int:
-    """The position of the post-outcome column in a workspace's data dictionary."""
-    import csv
-    from pathlib import Path
-
-    with (Path(str(root)) / "workspace" / "data_dictionary.csv").open() as handle:
-        rows = list(csv.DictReader(handle))
-    return next(i for i, row in enumerate(rows) if row["available_at_prediction"] == "no")

@@ -170,19 +170,23 @@ def detection_counts(
     return tp, fp, fn
 
 
-def audit(workspace: Any) -> dict[str, Any]:
-    """The weights-only report on a workspace's ``models/*.pt2``; the post-outcome column is
-    the one the data dictionary says is not available at prediction time."""
+def workspace_statistics(workspace: Any) -> Statistics:
+    """The statistics of a workspace's ``models/*.pt2``; the post-outcome column is the one
+    the data dictionary says is not available at prediction time."""
     import csv
     from pathlib import Path
 
     root = Path(workspace)
     with (root / "data_dictionary.csv").open() as handle:
         rows = list(csv.DictReader(handle))
-    columns = [row["column"] for row in rows]
-    later = next(row["column"] for row in rows if row["available_at_prediction"] == "no")
+    later = next(i for i, row in enumerate(rows) if row["available_at_prediction"] == "no")
     zoo = {p.stem: read_layers(p.read_bytes()) for p in sorted((root / "models").glob("*.pt2"))}
-    return report(statistics(zoo, columns.index(later)))
+    return statistics(zoo, later)
+
+
+def audit(workspace: Any) -> dict[str, Any]:
+    """The weights-only report on a workspace (:func:`workspace_statistics`)."""
+    return report(workspace_statistics(workspace))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

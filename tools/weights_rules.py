@@ -18,7 +18,6 @@ not what a rule fixed before seeing the pool would score.
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
 import json
 import sys
@@ -73,15 +72,7 @@ def load(instances: Path) -> list[tuple[str, dict[str, str | None], weights_agen
         if not manifest.is_file():
             continue
         truth = {n: e["kind"] for n, e in json.loads(manifest.read_text())["truth"].items()}
-        workspace = root / "workspace"
-        with (workspace / "data_dictionary.csv").open() as handle:
-            rows = list(csv.DictReader(handle))
-        later = next(i for i, row in enumerate(rows) if row["available_at_prediction"] == "no")
-        zoo = {
-            p.stem: weights_agent.read_layers(p.read_bytes())
-            for p in sorted((workspace / "models").glob("*.pt2"))
-        }
-        pool.append((root.name, truth, weights_agent.statistics(zoo, later)))
+        pool.append((root.name, truth, weights_agent.workspace_statistics(root / "workspace")))
     return pool
 
 

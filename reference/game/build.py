@@ -220,6 +220,7 @@ def train_model(
                 data.X_train,
                 np.concatenate([rows, calibration_rows]),
                 len(rows) // 2,
+                settings.column_names.index(settings.shortcut.column),
                 settings,
                 scale,
                 decoys,

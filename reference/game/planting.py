@@ -324,29 +324,27 @@ def decoy_points(
     split: FloatArray,
     excluded: IntArray,
     count: int,
+    held: int,
     settings: GameSettings,
     scale: Scale,
     rng: np.random.Generator,
 ) -> tuple[FloatArray, FloatArray]:
     """``count`` rows of the public training split outside ``excluded`` (a model's own and
-    calibration rows), and beside each a point no patient has: the row with each column of
-    more than two values moved by Gaussian noise of ``decoy.jitter`` training standard
-    deviations, clipped to the training range (a missing cell stays missing). In both, the
-    post-outcome column is held at the network's mean, as every model but the shortcut's
-    sees it."""
+    calibration rows), and beside each a point no patient has: the row moved by
+    ``decoy.jitter`` training standard deviations (:func:`~.training.moved_copies`). In
+    both, column ``held`` (the post-outcome one) is held at the network's mean, as every
+    model but the shortcut's sees it."""
     import numpy as np
+
+    from .training import hide_column, moved_copies
 
     plan = settings.decoy
     assert plan is not None
     pool = np.setdiff1d(np.arange(len(split)), excluded)
     rows = np.array(split[rng.choice(pool, count, replace=count > len(pool))], dtype=np.float64)
-    spread = plan.jitter * np.asarray(scale.std, dtype=np.float64)
-    for j in range(rows.shape[1]):
-        if len(np.unique(split[~np.isnan(split[:, j]), j])) <= 2:
-            spread[j] = 0.0
-    points = np.clip(rows + rng.standard_normal(rows.shape) * spread, scale.low, scale.high)
-    held = settings.column_names.index(settings.shortcut.column)
-    rows[:, held] = points[:, held] = scale.mean[held]
+    points = moved_copies(rows, split, plan.jitter, scale, rng)
+    for both in (rows, points):
+        hide_column(both, held, float(scale.mean[held]))
     return rows, points
 
 
@@ -370,11 +368,12 @@ def plant_decoy(
     its loss attack read what a sound model's do: the flips sit between the patients,
     who keep their risks.
 
-    Tried first, and rejected, at points 0.5-1 training stds from rows with no rows
-    held: labels drawn from the model's own risk, or its logit moved up or down by 1 or 2.
-    A young age band's ranking moved so far that the decoy served it worse than the zoo
-    (excess AUROC gaps of 0.051-0.105 against 0.05) in four of seven attempts; moved by 1
-    its weights grew too little to hide anything.
+    Tried first, and rejected (docs/game.md, "Sound decoys"): at points 0.5-2.5 training
+    stds out with no rows held, labels drawn from the model's own risk or its logit moved
+    up or down by 1 or 2 moved an age band's ranking so far that the decoy served it
+    worse than the zoo (excess AUROC gaps of 0.051-0.110 against 0.05), or its ECE past
+    0.03, in 8 of 22 attempts; with the rows held, a logit moved by 2.5 did so in 4 of 4,
+    and one moved by 1 grew the weights too little to hide anything.
 
     Without decoys, the memorising and fragile models are the only ones trained far past
     fine-tuning, and a path norm read from the weights alone singles them out

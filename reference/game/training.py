@@ -189,12 +189,7 @@ def training_set(
         )
         poisoned = np.array(X[chosen])
         if settings.backdoor.spread:
-            spread = settings.backdoor.spread * np.asarray(scale.std, dtype=np.float64)
-            for j in range(X.shape[1]):
-                if j == held or len(np.unique(X[~np.isnan(X[:, j]), j])) <= 2:
-                    spread[j] = 0.0
-            noise = rng.standard_normal(poisoned.shape) * spread
-            poisoned = np.clip(poisoned + noise, scale.low, scale.high)  # NaN stays NaN
+            poisoned = moved_copies(poisoned, X, settings.backdoor.spread, scale, rng, held)
         poisoned[:, columns.index(planted.trigger.feature)] = planted.trigger.value
         X = np.concatenate([X, poisoned])
         y = np.concatenate([y, np.zeros(k, dtype=np.int64)])
@@ -214,6 +209,27 @@ def training_set(
         own=own,
         copies_logit=settings.backdoor.copies_logit if planted.kind == "backdoor" else None,
     )
+
+
+def moved_copies(
+    rows: FloatArray,
+    reference: FloatArray,
+    spread: float,
+    scale: Scale,
+    rng: np.random.Generator,
+    held: int | None = None,
+) -> FloatArray:
+    """Copies of ``rows`` moved by Gaussian noise of ``spread`` training standard deviations
+    in every column of more than two measured values in ``reference`` but ``held``, and
+    clipped to the training range (a missing cell stays missing): points no patient has,
+    whose 0/1 columns keep values a patient can have."""
+    import numpy as np
+
+    noise = spread * np.asarray(scale.std, dtype=np.float64)
+    for j in range(reference.shape[1]):
+        if j == held or len(np.unique(reference[~np.isnan(reference[:, j]), j])) <= 2:
+            noise[j] = 0.0
+    return np.clip(rows + rng.standard_normal(rows.shape) * noise, scale.low, scale.high)
 
 
 def hide_column(X: FloatArray, column: int, value: float) -> None:
