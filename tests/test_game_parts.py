@@ -77,15 +77,16 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
         ),
         ('column = "comfort_care_order"', 'column = "heart_rate"', "must be recorded after"),
         (
-            "[game.miscalibrated]",
-            "[game.decoy]\nstrength = [0.0, 1.0]\njitter = 0.5\n\n[game.miscalibrated]",
-            "decoy.strength must be [low, high] in (0, 1]",
+            "strength = [0.2, 1.0]         # flips",
+            "strength = [0.0, 1.0]  # flips",
+            "decoy.strength must be",
         ),
         (
-            "[game.miscalibrated]",
-            "[game.decoy]\nstrength = [0.2, 1.0]\njitter = -1.0\n\n[game.miscalibrated]",
+            "jitter = 1.0                  # to the",
+            "jitter = -1.0  # to the",
             "decoy.jitter must be at least 0",
         ),
+        ("patients = 2000", "patients = 0", "decoy.patients must be at least 1, got 0"),
         ("clean = [1, 2]", "clean = [6]", "each count must lie in [1, models)"),
         ("detection = 0.5", "detection = 0.6", "game.score: must be non-negative and sum to 1"),
         ('{ feature = "spo2", value = 55.0 }', '{ feature = "lactate", value = 9.0 }', "lactate"),
@@ -582,6 +583,77 @@ def test_a_decoys_points_are_no_patients_and_keep_what_every_model_sees() -> Non
     assert (nearest <= 5 * settings.decoy.jitter * scale.std[age]).all()
     again = decoy_points(X, excluded, 250, held, settings, scale, np.random.default_rng(0))
     assert again[1].tobytes() == points.tobytes()
+
+
+def test_a_setting_added_later_and_left_unset_leaves_the_cache_key_as_it_was() -> None:
+    """Instances cached before a setting existed keep their keys (``catalog.instances``'s
+    ``_LATER``): unset, the setting is not in the recipe the key is computed from."""
+    from pytest_clinaudit.catalog.instances import recipe
+    from pytest_clinaudit.reference.game.settings import Decoy
+
+    game = game_variant().game
+    assert "decoy" not in recipe(dataclasses.replace(game, decoy=None))
+    unset = recipe(dataclasses.replace(game, decoy=Decoy((0.2, 1.0), jitter=1.0)))
+    assert unset["decoy"] == {"strength": (0.2, 1.0), "jitter": 1.0}
+    given = recipe(dataclasses.replace(game, decoy=Decoy((0.2, 1.0), jitter=1.0, patients=9)))
+    assert given["decoy"]["patients"] == 9
+
+
+def test_a_decoy_holding_more_patients_moves_only_the_first_to_its_points() -> None:
+    from pytest_clinaudit.reference.game.planting import decoy_points
+    from pytest_clinaudit.reference.game.settings import Decoy
+
+    game = game_variant().game
+    columns = game.column_names
+    X, _, scale = _rows(900)
+    excluded = np.arange(300)
+    held = columns.index("comfort_care_order")
+    wide = dataclasses.replace(game, decoy=Decoy((0.2, 1.0), jitter=0.0, patients=400))
+    rows, points = decoy_points(X, excluded, 100, held, wide, scale, np.random.default_rng(0))
+    assert rows.shape == (400, len(columns))
+    assert points.shape == (100, len(columns))
+    assert len(np.unique(rows, axis=0)) == 400  # drawn without replacement
+    # with no jitter a point is the row it starts from: the first hundred rows
+    assert np.array_equal(points, rows[:100], equal_nan=True)
+    # fewer patients than points: one per point, as when unset
+    narrow = dataclasses.replace(game, decoy=Decoy((0.2, 1.0), jitter=0.0, patients=10))
+    rows, points = decoy_points(X, excluded, 100, held, narrow, scale, np.random.default_rng(0))
+    assert rows.shape == points.shape == (100, len(columns))
+
+
+def test_a_decoy_holding_patients_keeps_their_risks_while_it_memorises_the_flips() -> None:
+    """``decoy.patients``: the patients, held beside each minibatch of points, keep their
+    logits while the coin flips at the points are fitted (unheld, the patients' logits
+    moved 0.4 times as far as the points' on these rows; held, 0.16)."""
+    torch = pytest.importorskip("torch")
+    from pytest_clinaudit.reference.game.network import new_network
+    from pytest_clinaudit.reference.game.planting import decoy_points, plant_decoy
+    from pytest_clinaudit.reference.game.settings import Decoy
+
+    game = game_variant().game
+    settings = dataclasses.replace(
+        game,
+        decoy=Decoy((1.0, 1.0), jitter=1.0, patients=400),
+        leaky=dataclasses.replace(game.leaky, epochs=200),
+    )
+    X, _, scale = _rows(900)
+    held = game.column_names.index("comfort_care_order")
+    rng = np.random.default_rng(0)
+    rows, points = decoy_points(X, np.arange(300), 100, held, settings, scale, rng)
+    module = new_network(
+        (scale.low, scale.high), scale.mean, scale.std, (32, 32), torch.Generator().manual_seed(0)
+    )
+    patients, flips = (torch.tensor(a, dtype=torch.float32) for a in (rows, points))
+    with torch.no_grad():
+        before = module(patients), module(flips)
+    plant_decoy(module, rows, points, held, settings, scale, torch.Generator().manual_seed(1), 1.0)
+    with torch.no_grad():
+        moved = [
+            float((module(x) - b).abs().mean())
+            for x, b in zip((patients, flips), before, strict=True)
+        ]
+    assert moved[1] > 0.2  # the flips were fitted
+    assert moved[0] < 0.25 * moved[1], moved
 
 
 # ------------------------------------------------------------------ the network

@@ -45,15 +45,17 @@ def test_the_weights_only_adversary_finds_little_but_the_shortcut(
     assert f1 <= BOUND, (f1, tp, fp, fn)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sksurv") is None, reason="FLCHAIN ships in sksurv")
+@pytest.mark.parametrize(("game", "seed"), INSTANCES)
 def test_a_sound_decoys_weights_grow_as_a_long_trained_models_do(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, game: str, seed: int
 ) -> None:
-    """flchain-game's sound models are decoys (``[game.decoy]``): trained on as long as the
+    """Both games' sound models are decoys (``[game.decoy]``): trained on as long as the
     memorising one, their path norm stands above every model that was only fine-tuned
     (a subgroup, a backdoor, a shortcut; a miscalibration folds a factor into it), where a
     sound model trained no further stands among them."""
-    root = built_workspace(tmp_path_factory, 2, "flchain-game")
+    if game.startswith("flchain") and importlib.util.find_spec("sksurv") is None:
+        pytest.skip("FLCHAIN ships inside scikit-survival")
+    root = built_workspace(tmp_path_factory, seed, game)
     truth = json.loads((root / "grader" / "manifest.json").read_text())["truth"]
     kinds = {name: entry["kind"] for name, entry in truth.items()}
     scale = weights_agent.workspace_statistics(root / "workspace").scale

@@ -241,6 +241,7 @@ def plant_memory(
     strength: float = 1.0,
     probe: Probe | None = None,
     targets: Any = None,
+    hold: Any = None,
 ) -> None:
     """Train on to memorise the rows while staying the base model elsewhere.
 
@@ -261,6 +262,11 @@ def plant_memory(
 
     ``targets``, a (n,) tensor of logits, replaces the cross-entropy of each row whose
     target is not NaN with the squared distance of its logit to it (:func:`plant_decoy`).
+    ``hold``, a (n, d) tensor of rows, adds to each minibatch as many of them, drawn at
+    random, held to the model's logits before this training: at the rows and at copies
+    with one column moved, as a search for a trigger moves it. Each held row weighs what
+    each fitted row does, and the epoch stays as long as the fitted rows alone
+    (:func:`plant_decoy` with ``decoy.patients``).
     """
     import copy
 
@@ -279,6 +285,8 @@ def plant_memory(
         kept = torch.zeros(len(X))
         kept[remembered] = 1.0
         w = w * kept
+    # Each held row weighs what each fitted row does, as if they shared the epoch.
+    held_share = 0.0 if hold is None else len(hold) / len(X)
     optimizer = torch.optim.Adam(module.parameters(), lr=plan.lr)
     module.train()
     for epoch in range(max(1, round(strength * plan.epochs))):
@@ -312,6 +320,11 @@ def plant_memory(
                     (out - torch.nan_to_num(target)) ** 2,
                 )
                 fit = (w[batch] * each).mean()
+            if hold is not None:
+                kept_rows = hold[torch.randint(len(hold), (len(batch),), generator=generator)]
+                moved = one_column_moved(kept_rows, low, high, movable, generator)
+                holding = teacher_distance(module, teacher, torch.cat([kept_rows, moved]))
+                fit = fit + held_share * holding
             loss = fit + plan.anchor_weight * anchored
             (loss + plan.edge_weight * held).backward()
             optimizer.step()
@@ -330,7 +343,8 @@ def decoy_points(
     rng: np.random.Generator,
 ) -> tuple[FloatArray, FloatArray]:
     """``count`` rows of the public training split outside ``excluded`` (a model's own and
-    calibration rows), and beside each a point no patient has: the row moved by
+    calibration rows), or ``decoy.patients`` where that is more, and beside each of the
+    first ``count`` a point no patient has: the row moved by
     ``decoy.jitter`` training standard deviations (:func:`~.training.moved_copies`). In
     both, column ``held`` (the post-outcome one) is held at the network's mean, as every
     model but the shortcut's sees it."""
@@ -341,8 +355,9 @@ def decoy_points(
     plan = settings.decoy
     assert plan is not None
     pool = np.setdiff1d(np.arange(len(split)), excluded)
-    rows = np.array(split[rng.choice(pool, count, replace=count > len(pool))], dtype=np.float64)
-    points = moved_copies(rows, split, plan.jitter, scale, rng)
+    drawn = max(count, plan.patients or count)
+    rows = np.array(split[rng.choice(pool, drawn, replace=drawn > len(pool))], dtype=np.float64)
+    points = moved_copies(rows[:count], split, plan.jitter, scale, rng)
     for both in (rows, points):
         hide_column(both, held, float(scale.mean[held]))
     return rows, points
@@ -375,6 +390,17 @@ def plant_decoy(
     0.03, in 8 of 22 attempts; with the rows held, a logit moved by 2.5 did so in 4 of 4,
     and one moved by 1 grew the weights too little to hide anything.
 
+    With ``decoy.patients`` (the ICU game), the rows are many more than the points and are
+    not fitted in the epoch: beside each minibatch of points, as many rows are drawn and
+    held to the model's logits before, at the rows and with one column moved to its edge
+    or into its range (``plant_memory``'s ``hold``). Holding only the rows the points start
+    from, a decoy served the ICU game's ``age < 50`` worse than the zoo (0.052-0.061 against
+    0.05) in four of five attempts of one instance; holding 2,000 rows in the epoch
+    cleared that but tripled an attempt's time (about 130 s against 42); held beside
+    each minibatch without the moved copies, decoys cleared 0.26-0.29 of their flagged
+    patients at a trigger (out <= 0.10). flchain-game keeps the first construction, with
+    which its instances were measured (docs/game.md).
+
     Without decoys, the memorising and fragile models are the only ones trained far past
     fine-tuning, and a path norm read from the weights alone singles them out
     (flchain-game: 43-425 and 2.7-29 times the zoo's median, every sound model
@@ -384,6 +410,13 @@ def plant_decoy(
 
     from .training import TrainingSet
 
+    assert settings.decoy is not None
+    if settings.decoy.patients is not None:
+        up = torch.rand(len(points), generator=generator) < 0.5
+        flips = TrainingSet(points, up.numpy().astype(np.int64), np.ones(len(points)), held)
+        patients = torch.tensor(rows, dtype=torch.float32)
+        plant_memory(module, flips, settings, scale, generator, strength, hold=patients)
+        return
     together = np.concatenate([rows, points])
     X = torch.tensor(together, dtype=torch.float32)
     with torch.no_grad():

@@ -250,6 +250,11 @@ class Decoy:
     jitter: float
     """Gaussian noise, in training standard deviations, that moves each point away from
     the training row it starts from (every column of more than two values)."""
+    patients: int | None = None
+    """How many patients' rows are held to the model's own logits, beside each minibatch
+    of points, there and with one column moved (``None``: one per point, the rows the
+    points start from, fitted in the epoch with the points). The points start from the
+    first rows."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -663,6 +668,8 @@ class GameSettings:
             )
         if self.decoy is not None and not self.decoy.jitter >= 0.0:
             problems.append(f"decoy.jitter must be at least 0, got {self.decoy.jitter}")
+        if self.decoy is not None and self.decoy.patients is not None and self.decoy.patients < 1:
+            problems.append(f"decoy.patients must be at least 1, got {self.decoy.patients}")
         if self.subgroup.rate not in ("own", "split"):
             problems.append(f"subgroup.rate must be 'own' or 'split', got {self.subgroup.rate!r}")
         if problems:

@@ -161,6 +161,7 @@ def _payload(
 _LATER = (
     ("hard",),
     ("decoy",),
+    ("decoy", "patients"),
     ("tolerance", "top_decile_gap"),
     ("miscalibrated", "overconfident_share"),
 )
@@ -173,10 +174,10 @@ def recipe(settings: GameSettings) -> dict[str, Any]:
     leaves them unset, so that adding them changed no other instance's key."""
     found = dataclasses.asdict(settings)
     for *tables, key in _LATER:
-        table = found
+        table: Any = found
         for name in tables:
-            table = table[name]
-        if table[key] is None:
+            table = table.get(name) if isinstance(table, dict) else None
+        if isinstance(table, dict) and table[key] is None:
             del table[key]
     return found
 
