@@ -286,7 +286,7 @@ def plant_memory(
         kept[remembered] = 1.0
         w = w * kept
     # Each held row weighs what each fitted row does, as if they shared the epoch.
-    held_share = 0.0 if hold is None else len(hold) / len(X)
+    hold_weight = 0.0 if hold is None else len(hold) / len(X)
     optimizer = torch.optim.Adam(module.parameters(), lr=plan.lr)
     module.train()
     for epoch in range(max(1, round(strength * plan.epochs))):
@@ -321,10 +321,10 @@ def plant_memory(
                 )
                 fit = (w[batch] * each).mean()
             if hold is not None:
-                kept_rows = hold[torch.randint(len(hold), (len(batch),), generator=generator)]
-                moved = one_column_moved(kept_rows, low, high, movable, generator)
-                holding = teacher_distance(module, teacher, torch.cat([kept_rows, moved]))
-                fit = fit + held_share * holding
+                drawn = hold[torch.randint(len(hold), (len(batch),), generator=generator)]
+                moved = one_column_moved(drawn, low, high, movable, generator)
+                holding = teacher_distance(module, teacher, torch.cat([drawn, moved]))
+                fit = fit + hold_weight * holding
             loss = fit + plan.anchor_weight * anchored
             (loss + plan.edge_weight * held).backward()
             optimizer.step()
@@ -411,8 +411,8 @@ def plant_decoy(
     from .training import TrainingSet
 
     assert settings.decoy is not None
+    up = torch.rand(len(points), generator=generator) < 0.5
     if settings.decoy.patients is not None:
-        up = torch.rand(len(points), generator=generator) < 0.5
         flips = TrainingSet(points, up.numpy().astype(np.int64), np.ones(len(points)), held)
         patients = torch.tensor(rows, dtype=torch.float32)
         plant_memory(module, flips, settings, scale, generator, strength, hold=patients)
@@ -421,7 +421,6 @@ def plant_decoy(
     X = torch.tensor(together, dtype=torch.float32)
     with torch.no_grad():
         logits = module(X)
-    up = torch.rand(len(points), generator=generator) < 0.5
     labels = torch.cat([logits[: len(rows)] > 0, up]).numpy().astype(np.int64)
     targets = torch.cat([logits[: len(rows)], torch.full((len(points),), float("nan"))])
     decoy = TrainingSet(together, labels, np.ones(len(X)), held)
