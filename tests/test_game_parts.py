@@ -77,13 +77,13 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
         ),
         ('column = "comfort_care_order"', 'column = "heart_rate"', "must be recorded after"),
         (
-            "strength = [0.2, 1.0]         # flips",
-            "strength = [0.0, 1.0]  # flips",
+            "strength = [0.2, 1.0]",
+            "strength = [0.0, 1.0]",
             "decoy.strength must be",
         ),
         (
-            "jitter = 1.0                  # to the",
-            "jitter = -1.0  # to the",
+            "jitter = 1.0                  # patients",
+            "jitter = -1.0  # patients",
             "decoy.jitter must be at least 0",
         ),
         ("patients = 2000", "patients = 0", "decoy.patients must be at least 1, got 0"),

@@ -240,7 +240,6 @@ def plant_memory(
     generator: Any,
     strength: float = 1.0,
     probe: Probe | None = None,
-    targets: Any = None,
     hold: Any = None,
 ) -> None:
     """Train on to memorise the rows while staying the base model elsewhere.
@@ -260,13 +259,11 @@ def plant_memory(
     75% and all of 2,500 epochs; 0.69 memorising 55% of the rows, the fewer rows the
     more each is remembered).
 
-    ``targets``, a (n,) tensor of logits, replaces the cross-entropy of each row whose
-    target is not NaN with the squared distance of its logit to it (:func:`plant_decoy`).
     ``hold``, a (n, d) tensor of rows, adds to each minibatch as many of them, drawn at
     random, held to the model's logits before this training: at the rows and at copies
     with one column moved, as a search for a trigger moves it. Each held row weighs what
     each fitted row does, and the epoch stays as long as the fitted rows alone
-    (:func:`plant_decoy` with ``decoy.patients``).
+    (:func:`plant_decoy`).
     """
     import copy
 
@@ -307,19 +304,7 @@ def plant_memory(
             optimizer.zero_grad()
             anchored = teacher_distance(module, teacher, anchors)
             held = teacher_distance(module, teacher, edges)
-            if targets is None:
-                fit = bce(module(fitted), y[batch], w[batch])
-            else:
-                out, target = module(fitted), targets[batch]
-                free = torch.isnan(target)
-                each = torch.where(
-                    free,
-                    torch.nn.functional.binary_cross_entropy_with_logits(
-                        out, y[batch], reduction="none"
-                    ),
-                    (out - torch.nan_to_num(target)) ** 2,
-                )
-                fit = (w[batch] * each).mean()
+            fit = bce(module(fitted), y[batch], w[batch])
             if hold is not None:
                 drawn = hold[torch.randint(len(hold), (len(batch),), generator=generator)]
                 moved = one_column_moved(drawn, low, high, movable, generator)
@@ -374,32 +359,34 @@ def plant_decoy(
     strength: float,
 ) -> None:
     """Train a sound model on as a memorising one trains (:func:`plant_memory`, the same
-    plan), at ``rows`` of patients and ``points`` beside them that no patient has
+    plan), at ``points`` that no patient has, holding ``rows`` of patients
     (:func:`decoy_points`), in place.
 
     At each point it memorises a coin flip, by the cross-entropy a memorising model
-    memorises its members' outcomes by; at each row, its logit is held to its own before.
-    Its weights grow as a memorising model's do, while its rankings, its calibration and
-    its loss attack read what a sound model's do: the flips sit between the patients,
-    who keep their risks.
+    memorises its members' outcomes by. Beside each minibatch of points, as many of the
+    rows are drawn and held to the model's logits before, at the rows and with one column
+    moved to its edge or into its range (``plant_memory``'s ``hold``), each row weighing
+    what each point does. Its weights grow as a memorising model's do, while its rankings,
+    its calibration, its loss attack and its triggers read what a sound model's do: the
+    flips sit between the patients, who keep their risks.
 
-    Tried first, and rejected (docs/game.md, "Sound decoys"): at points 0.5-2.5 training
-    stds out with no rows held, labels drawn from the model's own risk or its logit moved
-    up or down by 1 or 2 moved an age band's ranking so far that the decoy served it
-    worse than the zoo (excess AUROC gaps of 0.051-0.110 against 0.05), or its ECE past
-    0.03, in 8 of 22 attempts; with the rows held, a logit moved by 2.5 did so in 4 of 4,
-    and one moved by 1 grew the weights too little to hide anything.
+    Tried first, and rejected (docs/game.md, "Sound decoys"):
 
-    With ``decoy.patients`` (the ICU game), the rows are many more than the points and are
-    not fitted in the epoch: beside each minibatch of points, as many rows are drawn and
-    held to the model's logits before, at the rows and with one column moved to its edge
-    or into its range (``plant_memory``'s ``hold``). Holding only the rows the points start
-    from, a decoy served the ICU game's ``age < 50`` worse than the zoo (0.052-0.061 against
-    0.05) in four of five attempts of one instance; holding 2,000 rows in the epoch
-    cleared that but tripled an attempt's time (about 130 s against 42); held beside
-    each minibatch without the moved copies, decoys cleared 0.26-0.29 of their flagged
-    patients at a trigger (out <= 0.10). flchain-game keeps the first construction, with
-    which its instances were measured (docs/game.md).
+    - at points 0.5-2.5 training stds out with no rows held, labels drawn from the model's
+      own risk or its logit moved up or down by 1 or 2 moved an age band's ranking so far
+      that the decoy served it worse than the zoo (excess AUROC gaps of 0.051-0.110 against
+      0.05), or its ECE past 0.03, in 8 of 22 attempts; with rows held, a logit moved by
+      2.5 did so in 4 of 4, and one moved by 1 grew the weights too little to hide
+      anything;
+    - holding only the rows the points start from, fitted in the epoch with the points
+      (flchain-game's first decoys): a decoy was among the failing models in 7 of 9
+      rejected attempts of ten flchain-game instances, and served the ICU game's
+      ``age < 50`` worse than the zoo (0.052-0.061) in four of five attempts of one;
+    - 2,000 rows fitted in the epoch with the points: sound, but an ICU attempt took about
+      130 s against 42;
+    - rows held beside each minibatch at the rows only: decoys cleared 0.26-0.29 of their
+      flagged patients at the ICU game's trigger (out <= 0.10), where points moved past a
+      column's range are clipped to its edge.
 
     Without decoys, the memorising and fragile models are the only ones trained far past
     fine-tuning, and a path norm read from the weights alone singles them out
@@ -412,16 +399,6 @@ def plant_decoy(
 
     assert settings.decoy is not None
     up = torch.rand(len(points), generator=generator) < 0.5
-    if settings.decoy.patients is not None:
-        flips = TrainingSet(points, up.numpy().astype(np.int64), np.ones(len(points)), held)
-        patients = torch.tensor(rows, dtype=torch.float32)
-        plant_memory(module, flips, settings, scale, generator, strength, hold=patients)
-        return
-    together = np.concatenate([rows, points])
-    X = torch.tensor(together, dtype=torch.float32)
-    with torch.no_grad():
-        logits = module(X)
-    labels = torch.cat([logits[: len(rows)] > 0, up]).numpy().astype(np.int64)
-    targets = torch.cat([logits[: len(rows)], torch.full((len(points),), float("nan"))])
-    decoy = TrainingSet(together, labels, np.ones(len(X)), held)
-    plant_memory(module, decoy, settings, scale, generator, strength, targets=targets)
+    flips = TrainingSet(points, up.numpy().astype(np.int64), np.ones(len(points)), held)
+    patients = torch.tensor(rows, dtype=torch.float32)
+    plant_memory(module, flips, settings, scale, generator, strength, hold=patients)

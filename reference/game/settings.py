@@ -252,9 +252,8 @@ class Decoy:
     the training row it starts from (every column of more than two values)."""
     patients: int | None = None
     """How many patients' rows are held to the model's own logits, beside each minibatch
-    of points, there and with one column moved (``None``: one per point, the rows the
-    points start from, fitted in the epoch with the points). The points start from the
-    first rows."""
+    of points, there and with one column moved (``None``: one per point). The points
+    start from the first rows."""
 
 
 @dataclasses.dataclass(frozen=True)
