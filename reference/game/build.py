@@ -60,6 +60,9 @@ class BuiltModel:
     probed: tuple[int, float] | None = None
     """A planting stopped by its probe (:mod:`.targets`): the epochs it trained and the
     probe's last reading."""
+    attempt: int = 0
+    """The attempt that trained it (its seed's sub-seed): a model trained again alone
+    (``retrain = "ambiguous"``) keeps the zoo's other models from earlier attempts."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -78,6 +81,7 @@ class Instance:
     rejected: tuple[tuple[str, ...], ...]
     """The ambiguities of each earlier attempt, described."""
     seconds: dict[str, float]
+    """Training and measuring, summed over every attempt."""
     base_rows: IntArray | None = None
     """The rows of the shared base every model was fine-tuned from (``None``: no base)."""
 
@@ -260,7 +264,7 @@ def train_model(
             disguise_hidden(module, generator)
         program = program_bytes(module)
         weights = Weights.of(module)
-    return BuiltModel(planted.name, rows, program, weights, calibrated, probed)
+    return BuiltModel(planted.name, rows, program, weights, calibrated, probed, attempt)
 
 
 def check_columns(settings: GameSettings, data: Dataset) -> None:
@@ -353,36 +357,55 @@ def build_instance(
     scale = _scale(data, settings)
     rejected: list[tuple[str, ...]] = []
     last: list[Ambiguity] = []
+    seconds = {"train": 0.0, "measure": 0.0}
+    base: Base | None = None
+    models: list[BuiltModel] = []
+    measured: list[Any] = []
+    again: set[str] = set()  # the models the next attempt trains (empty: the zoo)
+    redone: set[str] = set()  # the models trained again on this attempt's base
     for attempt in range(settings.attempts):
         start = time.perf_counter()
         redraw = plan_redraw(settings, attempt)
         if attempt and redraw != plan_redraw(settings, attempt - 1):
             plan = draw_plan(settings, seed, secret, data.X_train, redraw)
+            again = set()
             progress(f"instance {seed}, attempt {attempt}: a new plan (draw {redraw})")
-        if settings.training.base_rows:
-            progress(f"instance {seed}, attempt {attempt}: training the shared base")
-        base = train_shared_base(settings, data, scale, secret, attempt)
+        if not again:
+            if settings.training.base_rows:
+                progress(f"instance {seed}, attempt {attempt}: training the shared base")
+            base = train_shared_base(settings, data, scale, secret, attempt)
+            redone = set()
+        redone |= again
+        indices = [i for i, p in enumerate(plan.models) if not again or p.name in again]
         progress(
-            f"instance {seed}, attempt {attempt}: training {len(plan.models)} models "
-            f"({jobs} process{'es' if jobs > 1 else ''})"
+            f"instance {seed}, attempt {attempt}: training "
+            + (f"{len(plan.models)} models" if not again else ", ".join(sorted(again)) + " again")
+            + f" ({jobs} process{'es' if jobs > 1 else ''})"
         )
         tasks = [
-            (planted, index, settings, data, scale, secret, attempt, base)
-            for index, planted in enumerate(plan.models)
+            (plan.models[index], index, settings, data, scale, secret, attempt, base)
+            for index in indices
         ]
-        models: list[BuiltModel] = _map(_train_task, tasks, jobs)
+        fresh: list[BuiltModel] = _map(_train_task, tasks, jobs)
         trained = time.perf_counter()
-        progress(f"instance {seed}, attempt {attempt}: measuring every model on every kind")
-        measured = _map(
+        progress(
+            f"instance {seed}, attempt {attempt}: measuring "
+            + ("every model" if not again else ", ".join(sorted(again)))
+            + " on every kind"
+        )
+        read = _map(
             _measure_task,
-            [(m.name, m.program, m.rows, data, settings, plan) for m in models],
+            [(m.name, m.program, m.rows, data, settings, plan) for m in fresh],
             jobs,
         )
+        if not again:
+            models, measured = fresh, read
+        else:
+            for index, model, reading in zip(indices, fresh, read, strict=True):
+                models[index], measured[index] = model, reading
         results, last, found = _verdicts(measured, plan, data, settings)
-        seconds = {
-            "train": round(trained - start, 3),
-            "measure": round(time.perf_counter() - trained, 3),
-        }
+        seconds["train"] += trained - start
+        seconds["measure"] += time.perf_counter() - trained
         if not last:
             return Instance(
                 seed,
@@ -393,7 +416,7 @@ def build_instance(
                 results,
                 found,
                 tuple(rejected),
-                seconds,
+                {stage: round(took, 3) for stage, took in seconds.items()},
                 None if base is None else base.rows,
             )
         rejected.append(tuple(a.describe() for a in last))
@@ -401,7 +424,29 @@ def build_instance(
             f"instance {seed}, attempt {attempt} is ambiguous ({len(last)} measurement(s)): "
             + "; ".join(a.describe() for a in last[:3])
         )
+        again = _train_again(settings, plan, last, redone)
     raise GameBuildError(
         f"instance {seed}: {settings.attempts} attempt(s) left measurements between the "
         "margins; the last: " + "; ".join(a.describe() for a in last)
     )
+
+
+def _train_again(
+    settings: GameSettings, plan: Plan, last: list[Ambiguity], redone: set[str]
+) -> set[str]:
+    """The models the attempt after an ambiguous one trains, on the same base (empty: the
+    whole zoo, on a new base).
+
+    With ``retrain = "ambiguous"``: the ambiguous models alone, while they are fewer than
+    half the zoo and none of them was trained again on this base already. A model
+    ambiguous twice, or half the zoo at once, points at the base they share."""
+    ambiguous = {a.model for a in last}
+    names = {p.name for p in plan.models}
+    if (
+        settings.retrain != "ambiguous"
+        or not ambiguous <= names
+        or 2 * len(ambiguous) >= len(names)
+        or ambiguous & redone
+    ):
+        return set()
+    return ambiguous

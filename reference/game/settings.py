@@ -57,6 +57,9 @@ highest, its mean predicted risk minus their observed death rate."""
 
 DIRECTIONS = ("overconfident", "underconfident")
 
+Retrain = Literal["zoo", "ambiguous"]
+"""What an attempt after an ambiguous one trains (:attr:`GameSettings.retrain`)."""
+
 
 class SettingsError(ValueError):
     """A game's settings contradict each other; the message names the setting."""
@@ -582,6 +585,11 @@ class GameSettings:
     """The kinds the draw plants, in the catalogue's order: all of them unless a cohort
     cannot carry one within its margins. The brief and the grading keep the whole
     catalogue (the brief says any kind may be missing from a zoo)."""
+    retrain: Retrain = "zoo"
+    """What the attempt after an ambiguous one trains (SPEC §8.2's "sub-seed + 1"):
+    ``"zoo"``, every model on a new base; ``"ambiguous"``, only the models the attempt
+    left ambiguous, on the same base beside the others (the zoo again when a model is
+    ambiguous twice, or half the zoo at once)."""
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]

@@ -144,6 +144,7 @@ def write_game_workspace(
         "seed": reference.seed,
         "secret": reference.secret,
         "attempt": reference.attempt,
+        "trained": reference.trained,
         "entry_sha256": reference.entry_sha256,
         "artifact_sha256": reference.instance_id,
         "programs": reference.programs,

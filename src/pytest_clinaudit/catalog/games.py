@@ -33,6 +33,7 @@ from pytest_clinaudit.reference.game.settings import (
     Measurement,
     Miscalibrated,
     Network,
+    Retrain,
     ScoreWeights,
     SettingsError,
     Shortcut,
@@ -156,7 +157,7 @@ def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Pa
         game,
         "game",
         {*_SCALARS, "clean", *_TABLES, "columns", "subgroups"},
-        {"kinds", "hard", "decoy"},
+        {"kinds", "hard", "decoy", "retrain"},
     )
     if ("hard" in game) != (semantics == SEMANTICS_GAME_V2):
         raise reader.error(
@@ -170,6 +171,8 @@ def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Pa
     values["clean"] = reader.value(game, "clean", tuple[int, ...], "game")
     if "kinds" in game:
         values["kinds"] = reader.value(game, "kinds", tuple[str, ...], "game")
+    if "retrain" in game:
+        values["retrain"] = reader.value(game, "retrain", Retrain, "game")
     values.update({key: reader.value(game, key, record, "game") for key, record in _TABLES.items()})
     if "decoy" in game:
         values["decoy"] = reader.value(game, "decoy", Decoy, "game")

@@ -99,6 +99,9 @@ class GameReference:
     from_cache: bool
     base_rows: list[int] = dataclasses.field(default_factory=list)
     """The rows of the shared base network every model was fine-tuned from (empty: none)."""
+    trained: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Model name -> the attempt that trained it (``retrain = "ambiguous"`` keeps a zoo's
+    models from earlier attempts beside one trained again; empty in entries from before)."""
     entry_sha256: str = ""
     """sha256 of the cached entry (truth, evidence, measurements, rows, weights, program
     hashes) as read: the build records it in the manifest, and grading refuses a cache whose
@@ -158,14 +161,16 @@ def _payload(
     }
 
 
-_LATER = (
-    ("hard",),
-    ("decoy",),
-    ("decoy", "patients"),
-    ("tolerance", "top_decile_gap"),
-    ("miscalibrated", "overconfident_share"),
+_LATER: tuple[tuple[tuple[str, ...], Any], ...] = (
+    (("hard",), None),
+    (("decoy",), None),
+    (("decoy", "patients"), None),
+    (("tolerance", "top_decile_gap"), None),
+    (("miscalibrated", "overconfident_share"), None),
+    (("retrain",), "zoo"),
 )
-"""Settings added after instances were cached, by their path in :func:`recipe`'s tables."""
+"""Settings added after instances were cached, by their path in :func:`recipe`'s tables,
+and the value that leaves them out (what builds did before them)."""
 
 
 def recipe(settings: GameSettings) -> dict[str, Any]:
@@ -173,11 +178,11 @@ def recipe(settings: GameSettings) -> dict[str, Any]:
     (the hard tier's, sound decoys, a miscalibration's direction share) are left out where a variant
     leaves them unset, so that adding them changed no other instance's key."""
     found = dataclasses.asdict(settings)
-    for *tables, key in _LATER:
+    for (*tables, key), unset in _LATER:
         table: Any = found
         for name in tables:
             table = table.get(name) if isinstance(table, dict) else None
-        if isinstance(table, dict) and table[key] is None:
+        if isinstance(table, dict) and table[key] == unset:
             del table[key]
     return found
 
@@ -271,6 +276,7 @@ def _entry(
         "seed": instance.seed,
         "secret": instance.secret,
         "attempt": instance.attempt,
+        "trained": {m.name: m.attempt for m in instance.models},
         "truth": truth,
         "evidence": instance.evidence,
         "measurements": instance.measurements,
@@ -341,6 +347,7 @@ def _reference(
         rejected=entry["rejected"],
         from_cache=from_cache,
         base_rows=entry.get("base_rows", []),
+        trained=entry.get("trained", {}),
         entry_sha256=entry_sha256(entry),
     )
 
