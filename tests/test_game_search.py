@@ -31,7 +31,7 @@ from sklearn.metrics import roc_auc_score
 from pytest_clinaudit.adapters import searcher
 from pytest_clinaudit.adapters.searcher import decide
 from pytest_clinaudit.adapters.searcher.aurocs import group_aurocs
-from pytest_clinaudit.adapters.searcher.decide import stands_apart
+from pytest_clinaudit.adapters.searcher.decide import over_confident, stands_apart
 from pytest_clinaudit.adapters.searcher.groups import COVERAGE, Groups
 from pytest_clinaudit.adapters.searcher.workspace import Progress, Workspace
 from pytest_clinaudit.reference.game.claims import Thresholds, check_trigger, visible_problems
@@ -269,6 +269,22 @@ def test_models_stand_apart_together_above_the_widest_ratio() -> None:
     assert stands_apart(alike, noise) == {}
     tiny = {"a": 0.0001, "b": 0.0002, "c": 0.0002, "d": 0.0003, "e": 0.0004, "f": 0.005}
     assert stands_apart(tiny, noise) == {}
+
+
+def test_a_sound_top_decile_below_the_median_hides_no_over_confident_one() -> None:
+    """Seed 6 of the first ten-seed pool: two tails (0.136 and 0.200 beyond the zoo's
+    median), three hidden-group carriers already explained, and a sound model whose top
+    decile read 0.060 below the median. Measured both ways, the sound model was the yardstick
+    and the tails stood only 2.3 times beyond it; the brief's defect is over-confidence."""
+    excess = {"m1": 0.136, "m2": -0.002, "m3": -0.060, "m4": -0.004, "m5": 0.200, "m6": 0.002}
+    decile = {n: {"gap": 0.1 + e, "se": 0.016} for n, e in excess.items()}
+    explained = {"m2", "m4", "m6"}
+    assert set(over_confident(decile, 0.1, explained)) == {"m1", "m5"}
+    both_ways = {n: abs(excess[n]) for n in excess if n not in explained}
+    assert stands_apart(both_ways, dict.fromkeys(excess, 0.016)) == {}
+    # Below the median, however far, is never a finding; above it within the noise, neither.
+    low = {n: {"gap": 0.1 - 0.3 * (n == "m3") + 0.01 * (n == "m1"), "se": 0.016} for n in excess}
+    assert over_confident(low, 0.1, set()) == {}
 
 
 def test_the_grammars_groups_cover_the_briefs_share_and_parse(zoo: Any, tmp_path: Path) -> None:
