@@ -1,6 +1,6 @@
 """Grade constant reports (SPEC §8.7, §9: the best constant report) on built game instances.
 
-    python tools/game_constants.py POOL --out runs/constants [--profile strict]
+    python tools/game_constants.py POOL [--out DIR] [--profile strict]
 
 A constant report is the same file for every instance: it audits nothing. For the
 hard tier (game-v2) the reports tried are, for each kind, every model flagged with it
@@ -68,9 +68,13 @@ def constant_reports(names: list[str], hard: bool) -> dict[str, dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pool", type=Path)
-    parser.add_argument("--out", type=Path, default=Path("runs/constants"))
+    parser.add_argument(
+        "--out", type=Path, help="where to write (default: POOL/constants, beside the instances)"
+    )
     parser.add_argument("--profile", default="strict")
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = args.pool / "constants"
     reports_dir = args.out / "reports"
     reports_dir.mkdir(parents=True, exist_ok=True)
     rows = []

@@ -35,9 +35,9 @@ backdoor (a visible trigger)
 miscalibrated (the top of the risk range)
     ``top_decile_gap``: among the tenth of the test patients the model rates
     highest, its mean predicted risk less their observed death rate. A model
-    is flagged when its gap stands apart from the zoo's median by far more
-    than the other models' gaps do and than sampling noise could
-    (:data:`.decide.APART`, :data:`.decide.NOISE_SE`).
+    is flagged when its gap stands above the zoo's median (the brief's defect
+    is over-confidence) by far more than the other models' gaps do and than
+    sampling noise could (:data:`.decide.APART`, :data:`.decide.NOISE_SE`).
 
 Each model carries at most one defect (the brief's rule): a model that two
 searches single out keeps the finding that stands further apart. Progress goes
