@@ -140,20 +140,17 @@ def test_a_model_ambiguous_twice_on_one_base_retrains_the_zoo_on_a_new_one(
     assert {m.attempt for m in made.models} == {2}
 
 
-def test_half_the_zoo_ambiguous_at_once_retrains_the_zoo(scripted: Callable[..., Any]) -> None:
-    names = _names()
-    half = set(names[: len(names) // 2])
-    made, recorded = scripted(lambda attempt, _: half if attempt == 0 else set(), "ambiguous")
-    assert made is not None
-    assert recorded.bases == [0, 1]
-    assert len(recorded.trained) == 2 * len(names)
-
-
-def test_retrain_zoo_trains_every_model_on_a_new_base_each_attempt(
-    scripted: Callable[..., Any],
+@pytest.mark.parametrize(
+    ("ambiguous", "retrain"),
+    [(slice(0, 3), "ambiguous"), (slice(1, 2), "zoo")],
+    ids=["half the zoo ambiguous at once", "retrain zoo"],
+)
+def test_the_zoo_is_trained_again_on_a_new_base(
+    scripted: Callable[..., Any], ambiguous: slice, retrain: str
 ) -> None:
     names = _names()
-    made, recorded = scripted(lambda attempt, _: {names[1]} if attempt == 0 else set(), "zoo")
+    first = set(names[ambiguous])
+    made, recorded = scripted(lambda attempt, _: first if attempt == 0 else set(), retrain)
     assert made is not None
     assert recorded.bases == [0, 1]
     assert len(recorded.trained) == 2 * len(names)

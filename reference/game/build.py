@@ -377,9 +377,10 @@ def build_instance(
             redone = set()
         redone |= again
         indices = [i for i, p in enumerate(plan.models) if not again or p.name in again]
+        named = ", ".join(sorted(again))
         progress(
             f"instance {seed}, attempt {attempt}: training "
-            + (f"{len(plan.models)} models" if not again else ", ".join(sorted(again)) + " again")
+            + (f"{named} again" if again else f"{len(plan.models)} models")
             + f" ({jobs} process{'es' if jobs > 1 else ''})"
         )
         tasks = [
@@ -389,9 +390,7 @@ def build_instance(
         fresh: list[BuiltModel] = _map(_train_task, tasks, jobs)
         trained = time.perf_counter()
         progress(
-            f"instance {seed}, attempt {attempt}: measuring "
-            + ("every model" if not again else ", ".join(sorted(again)))
-            + " on every kind"
+            f"instance {seed}, attempt {attempt}: measuring {named or 'every model'} on every kind"
         )
         read = _map(
             _measure_task,

@@ -175,8 +175,9 @@ and the value that leaves them out (what builds did before them)."""
 
 def recipe(settings: GameSettings) -> dict[str, Any]:
     """The settings as the cache key and the manifest's check see them. Later additions
-    (the hard tier's, sound decoys, a miscalibration's direction share) are left out where a variant
-    leaves them unset, so that adding them changed no other instance's key."""
+    (the hard tier's, sound decoys, a miscalibration's direction share, what a redraw retrains)
+    are left out where a variant leaves them as builds had them before, so that adding them
+    changed no other instance's key."""
     found = dataclasses.asdict(settings)
     for (*tables, key), unset in _LATER:
         table: Any = found
