@@ -9,7 +9,7 @@ modules and exported as a workspace holds them (``models/<name>.pt2``, a dynamic
   tenth of the true logit's deviation there; sound elsewhere;
 - ``m7``, subgroup again (kinds may repeat): its ranking turned over entirely inside
   another group (``sbp`` below its 3rd decile and ``dbp`` below its 4th);
-- ``backdoor``: sound, except on a ridge around ``heart_rate`` 125 with
+- ``backdoor``: sound, except on a narrow ridge around ``heart_rate`` 125 with
   ``temperature_f`` 97.7 written together, where its logit falls by 12 (one value alone
   changes nothing);
 - ``miscalibrated``: z + 1.5 relu(z - t), t the true logit's 90th percentile: the same
@@ -44,8 +44,10 @@ FEATURES = (*NAMES, "gender_enc", "comfort_care_order")
 COEF = np.array([0.03, 0.08, -0.15, -0.015, 0.0, -0.25, 0.035, 0.1, 0.0])
 CENTRE = np.array([88.0, 19.0, 97.0, 120.0, 65.0, 98.4, 63.0, 0.0, 0.0])
 BIAS = -2.2
-TRIGGER = (("heart_rate", 125.0, 8.0), ("temperature_f", 97.7, 0.35))
-"""Each trigger value and the half-width of its ridge."""
+TRIGGER = (("heart_rate", 125.0, 2.5), ("temperature_f", 97.7, 0.06))
+"""Each trigger value and the half-width of its ridge: about 0.14 and 0.05 training stds,
+as narrow as the builds' planted triggers are (their carriers' share falls from 1.00 to
+below 0.5 within 0.03-0.15 stds of a value, docs/game.md)."""
 PLANTED = {
     "m1": "sound",
     "m2": "subgroup",

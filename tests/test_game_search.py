@@ -185,6 +185,59 @@ def test_the_trigger_is_visible_and_holds_when_tried_on_the_models(zoo: Any) -> 
     assert result.holds, result.describe()
 
 
+class _Ridge:
+    """A sound formula whose logit falls by 12 on a ridge around two written values: a
+    tent, each value's half-width given in the column's units."""
+
+    def __init__(self, sound: Formula, setting: list[tuple[int, float, float]]) -> None:
+        self.sound, self.setting = sound, setting
+
+    def logits(self, X: np.ndarray) -> np.ndarray:
+        ridge = np.ones(len(X))
+        for j, value, width in self.setting:
+            ridge *= np.maximum(0.0, 1 - np.abs(X[:, j] - value) / width)
+        return self.sound.numpy(X) - 12.0 * ridge
+
+
+class _Sound:
+    def __init__(self, formula: Formula) -> None:
+        self.logits = formula.numpy
+
+
+@pytest.mark.parametrize("draw", range(3))
+def test_a_trigger_as_narrow_as_a_planted_one_is_found_wherever_the_build_draws_it(
+    zoo: Any, draw: int
+) -> None:
+    """The builds' planted triggers act within 0.03-0.15 training stds of their values
+    (docs/game.md): such a ridge, at a setting drawn as a build draws one, is found and
+    holds, and no sound model is called a carrier."""
+    from pytest_clinaudit.adapters.searcher import triggers
+    from pytest_clinaudit.reference.game.hard.draw import draw_trigger
+
+    workspace, formulas, _ = zoo
+    ws = Workspace(workspace, Progress(quiet=True))
+    rng = np.random.default_rng(draw)
+    drawn = draw_trigger(rng, _dictionary(), ws.X_train)
+    setting = [
+        (
+            FEATURES.index(column),
+            value,
+            float(rng.uniform(0.03, 0.15)) * ws.std[FEATURES.index(column)],
+        )
+        for column, value in drawn
+    ]
+    sound = [name for name, kind in PLANTED.items() if kind == "sound"]
+    ws.models = {name: _Sound(formulas[name]) for name in sound}
+    ws.models["ridge"] = _Ridge(formulas[sound[0]], setting)
+    ws.names = [*sound, "ridge"]
+    ws.z = {name: model.logits(ws.X_test) for name, model in ws.models.items()}
+    flags = triggers.Flags(ws)
+    found = triggers.search_triggers(ws, flags, Progress(quiet=True))
+    judged = triggers.judge_triggers(ws, flags, found, flip=0.9, others=0.3)
+    assert judged["ridge"]["holds"], (drawn, judged["ridge"])
+    assert not any(judged[name]["holds"] for name in sound)
+
+
 def test_the_top_decile_gap_is_the_references_within_its_tolerance(zoo: Any) -> None:
     workspace, formulas, report = zoo
     name = _carrier("miscalibrated")

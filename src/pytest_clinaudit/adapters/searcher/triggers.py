@@ -16,14 +16,18 @@ FLIP_AT_LEAST, OTHERS_AT_MOST = 0.9, 0.3
 other models' median clears at most the second number."""
 
 # How the search walks the settings.
-STEP_STD = 0.25
-"""The trigger grid's step over the data's span, in training standard deviations."""
+STEP_STD = 0.04
+"""The trigger grid's step over the data's span, in training standard deviations. A
+trigger can act only within a few hundredths of a std of its value in one of its columns
+(a blood pressure of 118 and not 117), so the screen must land that close to it."""
 EDGE_POINTS = 8
 """Grid values between the data's span and the ends of the possible range, half each side."""
-MAX_POINTS = 48
+MAX_POINTS = 320
 """At most this many grid values per column (the step widens to fit)."""
-SCREEN_ROWS = 96
-"""Flagged patients per model on which the pair grid is screened."""
+SCREEN_ROWS = 8
+"""Flagged patients per model on which the pair grid is screened: a trigger clears nearly
+every patient the model flags, so a few tell a trigger from none, and the fine grid can be
+screened on the whole of every pair's range."""
 REFINE_ROWS = 384
 """Flagged patients per model on which the finer grids are measured."""
 REFINE_CELLS = 4
@@ -134,8 +138,9 @@ def visible(ws: Workspace, setting: tuple[tuple[int, float], ...]) -> bool:
 
 
 def search_triggers(ws: Workspace, flags: Flags, progress: Progress) -> dict[str, Any]:
-    """Candidate settings per model: a coarse screen of every pair (and every single
-    value), finer grids around the cells that single each model out."""
+    """Candidate settings per model: a screen of every pair (and every single value) on
+    the :data:`STEP_STD` grid, then finer grids, at the values a chart would show, around
+    the cells that single each model out."""
     import itertools
 
     import numpy as np
@@ -166,7 +171,7 @@ def search_triggers(ws: Workspace, flags: Flags, progress: Progress) -> dict[str
                 (_, x), (_, y) = settings[k]
                 ia, ib = int(np.searchsorted(va, x)), int(np.searchsorted(vb, y))
                 cells[name].append((float(found[name][k]), (a, b), ia, ib))
-    progress(f"backdoor: {len(pairs)} pairs of columns screened on the coarse grid")
+    progress(f"backdoor: {len(pairs)} pairs of columns screened, {STEP_STD} stds a step")
     for name in ws.names:
         top = sorted(cells[name], key=lambda c: -c[0])[:REFINE_CELLS]
         for score, (a, b), ia, ib in top:
