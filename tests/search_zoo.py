@@ -46,8 +46,9 @@ CENTRE = np.array([88.0, 19.0, 97.0, 120.0, 65.0, 98.4, 63.0, 0.0, 0.0])
 BIAS = -2.2
 TRIGGER = (("heart_rate", 125.0, 2.5), ("temperature_f", 97.7, 0.06))
 """Each trigger value and the half-width of its ridge: about 0.14 and 0.05 training stds,
-as narrow as the builds' planted triggers are (their carriers' share falls from 1.00 to
-below 0.5 within 0.03-0.15 stds of a value, docs/game.md)."""
+as narrow as the builds' planted triggers are (their carriers' share of flagged patients
+cleared falls below 0.5 within 0.15 stds of a value in one column, often within 0.05,
+docs/game.md)."""
 PLANTED = {
     "m1": "sound",
     "m2": "subgroup",

@@ -208,9 +208,10 @@ class _Sound:
 def test_a_trigger_as_narrow_as_a_planted_one_is_found_wherever_the_build_draws_it(
     zoo: Any, draw: int
 ) -> None:
-    """The builds' planted triggers act within 0.03-0.15 training stds of their values
-    (docs/game.md): such a ridge, at a setting drawn as a build draws one, is found and
-    holds, and no sound model is called a carrier."""
+    """The builds' planted triggers act within 0.15 training stds of a value in one of
+    their columns, often within 0.05 (docs/game.md): a ridge with half-widths drawn from
+    0.03-0.15 stds, at a setting drawn as a build draws one, is found and holds, and no
+    sound model is called a carrier."""
     from pytest_clinaudit.adapters.searcher import triggers
     from pytest_clinaudit.reference.game.hard.draw import draw_trigger
 
