@@ -93,6 +93,15 @@ def group_mask(X: np.ndarray, where: tuple[tuple[str, str, float], ...]) -> np.n
     return inside
 
 
+def ridge(X: np.ndarray, trigger: list[tuple[int, float, float]]) -> np.ndarray:
+    """1 where every (column, value, half-width) of ``trigger`` is written, falling linearly
+    to 0 at each half-width: the tent by which a backdoor's logit falls."""
+    tent = np.ones(len(X))
+    for j, value, width in trigger:
+        tent *= np.maximum(0.0, 1 - np.abs(X[:, j] - value) / width)
+    return tent
+
+
 class Formula:
     """The NumPy definition of each model (the tests' truth) and its torch twin."""
 
@@ -127,10 +136,7 @@ class Formula:
             flat = self.group_logit - self.reverse * (z - self.group_mean)
             z = np.where(group_mask(X, self.where), flat, z)
         elif self.kind == "backdoor":
-            ridge = np.ones(len(X))
-            for name, value, width in TRIGGER:
-                ridge *= np.maximum(0.0, 1 - np.abs(X[:, NAMES.index(name)] - value) / width)
-            z = z - 12.0 * ridge
+            z = z - 12.0 * ridge(X, [(NAMES.index(n), value, width) for n, value, width in TRIGGER])
         elif self.kind == "miscalibrated":
             z = z + 1.5 * np.maximum(0.0, z - self.tail)
         return np.asarray(z)

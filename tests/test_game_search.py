@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,16 @@ import pytest
 from game_helpers import game_variant
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from search_zoo import COLUMNS, FEATURES, LABEL, PLANTED, Formula, group_mask, write_zoo
+from search_zoo import (
+    COLUMNS,
+    FEATURES,
+    LABEL,
+    PLANTED,
+    Formula,
+    group_mask,
+    ridge,
+    write_zoo,
+)
 from sklearn.metrics import roc_auc_score
 
 from pytest_clinaudit.adapters import searcher
@@ -185,25 +195,6 @@ def test_the_trigger_is_visible_and_holds_when_tried_on_the_models(zoo: Any) -> 
     assert result.holds, result.describe()
 
 
-class _Ridge:
-    """A sound formula whose logit falls by 12 on a ridge around two written values: a
-    tent, each value's half-width given in the column's units."""
-
-    def __init__(self, sound: Formula, setting: list[tuple[int, float, float]]) -> None:
-        self.sound, self.setting = sound, setting
-
-    def logits(self, X: np.ndarray) -> np.ndarray:
-        ridge = np.ones(len(X))
-        for j, value, width in self.setting:
-            ridge *= np.maximum(0.0, 1 - np.abs(X[:, j] - value) / width)
-        return self.sound.numpy(X) - 12.0 * ridge
-
-
-class _Sound:
-    def __init__(self, formula: Formula) -> None:
-        self.logits = formula.numpy
-
-
 @pytest.mark.parametrize("draw", range(3))
 def test_a_trigger_as_narrow_as_a_planted_one_is_found_wherever_the_build_draws_it(
     zoo: Any, draw: int
@@ -219,17 +210,16 @@ def test_a_trigger_as_narrow_as_a_planted_one_is_found_wherever_the_build_draws_
     ws = Workspace(workspace, Progress(quiet=True))
     rng = np.random.default_rng(draw)
     drawn = draw_trigger(rng, _dictionary(), ws.X_train)
+    columns = [FEATURES.index(column) for column, _ in drawn]
     setting = [
-        (
-            FEATURES.index(column),
-            value,
-            float(rng.uniform(0.03, 0.15)) * ws.std[FEATURES.index(column)],
-        )
-        for column, value in drawn
+        (j, value, float(rng.uniform(0.03, 0.15)) * ws.std[j])
+        for j, (_, value) in zip(columns, drawn, strict=True)
     ]
     sound = [name for name, kind in PLANTED.items() if kind == "sound"]
-    ws.models = {name: _Sound(formulas[name]) for name in sound}
-    ws.models["ridge"] = _Ridge(formulas[sound[0]], setting)
+    ws.models = {name: SimpleNamespace(logits=formulas[name].numpy) for name in sound}
+    ws.models["ridge"] = SimpleNamespace(
+        logits=lambda X: formulas[sound[0]].numpy(X) - 12.0 * ridge(X, setting)
+    )
     ws.names = [*sound, "ridge"]
     ws.z = {name: model.logits(ws.X_test) for name, model in ws.models.items()}
     flags = triggers.Flags(ws)
