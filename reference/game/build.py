@@ -20,14 +20,7 @@ from ..models.torch_adapter import TorchClassifier
 from .calibration import calibrate
 from .draw import Plan, Planted, attempt_seed, base_rows, draw_plan, member_rows, plan_redraw
 from .network import Weights, program_bytes
-from .planting import (
-    decoy_points,
-    plant_decoy,
-    plant_fragility,
-    plant_memory,
-    plant_subgroup,
-    public_patients,
-)
+from .planting import decoy_points, plant_decoy, plant_fragility, plant_memory, plant_subgroup
 from .settings import GameSettings
 from .targets import factor_for, probe_for
 from .training import TAIL, Scale, disguise_hidden, finetune, hide_column, train_base, training_set
@@ -218,13 +211,9 @@ def train_model(
                     split=(data.X_train, data.y_train),
                 )
         elif planted.kind in ("fragile", "leaky"):
+            further = plant_fragility if planted.kind == "fragile" else plant_memory
             probe = probe_for(planted, settings, data, rows, (X_cal, y_cal))
-            strength = planted.strength or 1.0
-            if planted.kind == "fragile":
-                plant_fragility(module, trained_on, settings, scale, generator, strength, probe)
-            else:
-                hold = held_patients(data, settings, scale, rows, calibration_rows, model_seed)
-                plant_memory(module, trained_on, settings, scale, generator, strength, probe, hold)
+            further(module, trained_on, settings, scale, generator, planted.strength or 1.0, probe)
             if probe is not None and probe.seen:
                 probed = probe.seen[-1]
         elif planted.kind is None and settings.decoy is not None:
@@ -276,34 +265,6 @@ def train_model(
         program = program_bytes(module)
         weights = Weights.of(module)
     return BuiltModel(planted.name, rows, program, weights, calibrated, probed, attempt)
-
-
-def held_patients(
-    data: Dataset,
-    settings: GameSettings,
-    scale: Scale,
-    rows: IntArray,
-    calibration_rows: IntArray,
-    model_seed: int,
-) -> Any:
-    """The public patients a memorising model holds (``leaky.patients`` of them, outside its
-    own and calibration rows), as a tensor; ``None`` when the plan holds none. Drawn with
-    their own generator, so that holding them moves no other draw of the model."""
-    import numpy as np
-    import torch
-
-    count = settings.leaky.patients
-    if count is None:
-        return None
-    patients = public_patients(
-        data.X_train,
-        np.concatenate([rows, calibration_rows]),
-        count,
-        settings.column_names.index(settings.shortcut.column),
-        scale,
-        np.random.default_rng([model_seed, 2]),
-    )
-    return torch.tensor(patients, dtype=torch.float32)
 
 
 def check_columns(settings: GameSettings, data: Dataset) -> None:

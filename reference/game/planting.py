@@ -333,37 +333,19 @@ def decoy_points(
     ``decoy.jitter`` training standard deviations (:func:`~.training.moved_copies`). In
     both, column ``held`` (the post-outcome one) is held at the network's mean, as every
     model but the shortcut's sees it."""
+    import numpy as np
+
     from .training import hide_column, moved_copies
 
     plan = settings.decoy
     assert plan is not None
-    rows = public_patients(split, excluded, max(count, plan.patients or count), held, scale, rng)
-    points = moved_copies(rows[:count], split, plan.jitter, scale, rng)
-    hide_column(points, held, float(scale.mean[held]))
-    return rows, points
-
-
-def public_patients(
-    split: FloatArray,
-    excluded: IntArray,
-    count: int,
-    held: int,
-    scale: Scale,
-    rng: np.random.Generator,
-) -> FloatArray:
-    """``count`` rows of the public training split outside ``excluded`` (a model's own and
-    calibration rows), drawn with ``rng`` (with replacement only where the split holds
-    fewer), column ``held`` (the post-outcome one) held at the network's mean, as every
-    model but the shortcut's sees it: the patients a planting holds to the model's logits
-    before it (``plant_memory``'s ``hold``)."""
-    import numpy as np
-
-    from .training import hide_column
-
     pool = np.setdiff1d(np.arange(len(split)), excluded)
-    rows = np.array(split[rng.choice(pool, count, replace=count > len(pool))], dtype=np.float64)
-    hide_column(rows, held, float(scale.mean[held]))
-    return rows
+    drawn = max(count, plan.patients or count)
+    rows = np.array(split[rng.choice(pool, drawn, replace=drawn > len(pool))], dtype=np.float64)
+    points = moved_copies(rows[:count], split, plan.jitter, scale, rng)
+    for both in (rows, points):
+        hide_column(both, held, float(scale.mean[held]))
+    return rows, points
 
 
 def plant_decoy(

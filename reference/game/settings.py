@@ -236,12 +236,6 @@ class Leaky:
     instance and read every ``probe_every`` epochs (:mod:`.targets`); ``None``: all
     ``epochs``."""
     probe_every: int | None = None
-    patients: int | None = None
-    """How many public patients, outside the model's own and calibration rows, are held to
-    the model's logits before the memorisation, beside each minibatch, there and with one
-    column moved (``plant_memory``'s ``hold``, as a decoy holds its patients); ``None``:
-    none. Held, the patients who are not its members keep their risks, and with them every
-    band's ranking."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -681,12 +675,8 @@ class GameSettings:
             )
         if self.decoy is not None and not self.decoy.jitter >= 0.0:
             problems.append(f"decoy.jitter must be at least 0, got {self.decoy.jitter}")
-        for name, patients in (
-            ("leaky.patients", self.leaky.patients),
-            ("decoy.patients", None if self.decoy is None else self.decoy.patients),
-        ):
-            if patients is not None and patients < 1:
-                problems.append(f"{name} must be at least 1, got {patients}")
+        if self.decoy is not None and self.decoy.patients is not None and self.decoy.patients < 1:
+            problems.append(f"decoy.patients must be at least 1, got {self.decoy.patients}")
         if self.subgroup.rate not in ("own", "split"):
             problems.append(f"subgroup.rate must be 'own' or 'split', got {self.subgroup.rate!r}")
         if problems:
