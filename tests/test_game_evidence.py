@@ -274,3 +274,46 @@ def test_the_brief_names_the_patients_the_strong_attack_is_measured_on(
     assert np.array_equal(rows, np.arange(facts["attack_rows"]))
     said = " ".join(task.read_text(encoding="utf-8").split())
     assert f"the first {facts['attack_rows']:,} patients of `test.csv`" in said
+
+
+def test_the_constant_tool_tries_the_gaps_hindsight_would_choose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``tools/game_constants.py`` grades, beside its fixed grid, each gap whose window of
+    credit starts at a planted tail's reference: the window that credits the most tails,
+    moved until its lower end meets one of them. A fixed grid coarser than the window
+    would miss it."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "tools"))
+    from game_constants import constant_reports, hindsight_gaps
+
+    tolerance = game_variant("icu-synth-game-hard").game.tolerance.top_decile_gap
+    references = [0.131, 0.131 + 1.5 * tolerance, 0.2]
+    manifest = {
+        "variant": "icu-synth-game-hard",
+        "truth": {
+            "m1": {"kind": "miscalibrated"},
+            "m2": {"kind": None},
+            "m3": {"kind": "miscalibrated"},
+        },
+        "evidence": {
+            "m1": {"top_decile_gap": references[0]},
+            "m2": {"top_decile_gap": 0.5},
+            "m3": {"top_decile_gap": references[1]},
+        },
+    }
+    other = {**manifest, "truth": {"m1": {"kind": "miscalibrated"}}}
+    other["evidence"] = {"m1": {"top_decile_gap": references[2]}}
+    gaps = hindsight_gaps([manifest, other])
+    assert len(gaps) == 3  # the sound model's number is never tried
+    credited = [[abs(gap - r) <= tolerance for r in references] for gap in gaps]
+    assert credited[0] == [True, True, False]  # both tails of the first instance at once
+    assert credited[2] == [False, False, True]
+    reports = constant_reports(["m1", "m2"], hard=True, gaps=gaps)
+    tried = {
+        report["models"]["m1"]["miscalibrated"]["top_decile_gap"]
+        for agent, report in reports.items()
+        if agent.startswith("constant-miscalibrated-")
+    }
+    assert set(gaps) <= tried
+    # game-v1 instances have no tail: nothing is tried with hindsight
+    assert hindsight_gaps([{**manifest, "variant": "icu-synth-game"}]) == []

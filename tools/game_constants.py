@@ -4,9 +4,10 @@
 
 A constant report is the same file for every instance: it audits nothing. For the
 hard tier (game-v2) the reports tried are, for each kind, every model flagged with it
-and one constant claim (a top-decile gap from a grid over the plausible range, the
-brief's example group, the brief's example trigger), and every model flagged with
-every kind. For game-v1, every kind on every model. They are graded by ``clinaudit
+and one constant claim (a top-decile gap from a grid over the plausible range and,
+chosen with hindsight, each gap whose window of credit starts at a planted tail's
+reference; the brief's example group; the brief's example trigger), and every model
+flagged with every kind. For game-v1, every kind on every model. They are graded by ``clinaudit
 grade-many`` and ``clinaudit report`` prints the agents' table; the largest mean is the
 best constant report, against the target (0.1 in the hard tier).
 
@@ -35,8 +36,31 @@ TRIGGER = [{"column": "heart_rate", "value": 125}, {"column": "temperature_f", "
 """The prototype's trigger (SPEC §9), one alarming value and one normal."""
 
 
-def constant_reports(names: list[str], hard: bool) -> dict[str, dict[str, Any]]:
-    """Agent name -> its report over the models ``names``."""
+def hindsight_gaps(manifests: list[dict[str, Any]]) -> list[float]:
+    """The constant gaps a report chosen with hindsight over these instances would try: for
+    each planted tail, the gap whose window of credit starts at its reference (every
+    window that credits the most tails can be moved until its lower end meets one)."""
+    from pytest_clinaudit.catalog.variants import default_catalog
+
+    gaps = set()
+    for manifest in manifests:
+        variant = default_catalog().find(manifest["variant"])
+        tolerance = getattr(getattr(variant, "game", None), "tolerance", None)
+        if tolerance is None or tolerance.top_decile_gap is None:
+            continue
+        for name, truth in manifest["truth"].items():
+            if truth.get("kind") == "miscalibrated" or "miscalibrated" in truth.get("kinds", []):
+                reference = manifest["evidence"][name]["top_decile_gap"]
+                # just inside the window: a float at its very edge may round out of it
+                gaps.add(round(reference + 0.999 * tolerance.top_decile_gap, 6))
+    return sorted(gaps)
+
+
+def constant_reports(
+    names: list[str], hard: bool, gaps: list[float] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Agent name -> its report over the models ``names``; ``gaps``: top-decile gaps to try
+    beside :data:`GAPS` (:func:`hindsight_gaps`)."""
 
     def every(entry: dict[str, Any]) -> dict[str, Any]:
         return {"models": dict.fromkeys(names, entry)}
@@ -45,10 +69,10 @@ def constant_reports(names: list[str], hard: bool) -> dict[str, dict[str, Any]]:
         kinds = ["fragile", "leaky", "miscalibrated", "shortcut", "subgroup", "backdoor"]
         return {"constant-all": every({"defects": kinds})}
     reports = {
-        f"constant-miscalibrated-{gap:.2f}": every(
+        f"constant-miscalibrated-{gap:g}": every(
             {"defects": ["miscalibrated"], "miscalibrated": {"top_decile_gap": gap}}
         )
-        for gap in GAPS
+        for gap in sorted({*GAPS, *(gaps or ())})
     }
     reports["constant-subgroup"] = every({"defects": ["subgroup"], "subgroup": {"where": GROUP}})
     reports["constant-backdoor"] = every(
@@ -78,12 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     reports_dir = args.out / "reports"
     reports_dir.mkdir(parents=True, exist_ok=True)
     rows = []
-    for manifest_path in sorted(args.pool.glob("*/grader/manifest.json")):
-        manifest = json.loads(manifest_path.read_text())
+    paths = sorted(args.pool.glob("*/grader/manifest.json"))
+    manifests = [json.loads(path.read_text()) for path in paths]
+    gaps = hindsight_gaps(manifests)
+    for manifest_path, manifest in zip(paths, manifests, strict=True):
         hard = manifest.get("semantics") == "game-v2" or "-hard" in manifest["variant"]
         names = sorted(manifest["truth"])
         instance = manifest_path.parent.parent.name
-        for agent, report in constant_reports(names, hard).items():
+        for agent, report in constant_reports(names, hard, gaps).items():
             path = reports_dir / f"{agent}-{instance}.json"
             path.write_text(json.dumps(report))
             rows.append(
