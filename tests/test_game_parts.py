@@ -92,6 +92,7 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
             'retrain = "sometimes"',
             "game.retrain: expected one of 'zoo', 'ambiguous'",
         ),
+        ('retrain = "ambiguous"', 'retrain = "ambiguous"\nalone = 0', "alone must be at least 1"),
         ("clean = [1, 2]", "clean = [6]", "each count must lie in [1, models)"),
         ("detection = 0.5", "detection = 0.6", "game.score: must be non-negative and sum to 1"),
         ('{ feature = "spo2", value = 55.0 }', '{ feature = "lactate", value = 9.0 }', "lactate"),

@@ -362,7 +362,8 @@ def build_instance(
     models: list[BuiltModel] = []
     measured: list[Any] = []
     again: set[str] = set()  # the models the next attempt trains (empty: the zoo)
-    redone: set[str] = set()  # the models trained again on this attempt's base
+    redone: dict[str, int] = {}  # how often each model was trained again on this base
+    ahead: Ahead | None = None  # the next attempt's models, trained on spare processes
     for attempt in range(settings.attempts):
         start = time.perf_counter()
         redraw = plan_redraw(settings, attempt)
@@ -374,29 +375,45 @@ def build_instance(
             if settings.training.base_rows:
                 progress(f"instance {seed}, attempt {attempt}: training the shared base")
             base = train_shared_base(settings, data, scale, secret, attempt)
-            redone = set()
-        redone |= again
+            redone = {}
+        for name in again:
+            redone[name] = redone.get(name, 0) + 1
         indices = [i for i, p in enumerate(plan.models) if not again or p.name in again]
         named = ", ".join(sorted(again))
-        progress(
-            f"instance {seed}, attempt {attempt}: training "
-            + (f"{named} again" if again else f"{len(plan.models)} models")
-            + f" ({jobs} process{'es' if jobs > 1 else ''})"
-        )
-        tasks = [
-            (plan.models[index], index, settings, data, scale, secret, attempt, base)
-            for index in indices
-        ]
-        fresh: list[BuiltModel] = _map(_train_task, tasks, jobs)
-        trained = time.perf_counter()
-        progress(
-            f"instance {seed}, attempt {attempt}: measuring {named or 'every model'} on every kind"
-        )
-        read = _map(
-            _measure_task,
-            [(m.name, m.program, m.rows, data, settings, plan) for m in fresh],
-            jobs,
-        )
+        if ahead is not None and ahead.attempt == attempt and ahead.models == again:
+            progress(f"instance {seed}, attempt {attempt}: {named} again, trained ahead")
+            fresh, read = ahead.fresh, ahead.read
+            ahead, trained = None, time.perf_counter()
+        else:
+            # A model trained again alone leaves processes idle: they train it for the next
+            # attempt too, which that attempt uses if it trains the same models again.
+            early = _spare_attempt(settings, again, redone, attempt, jobs)
+            progress(
+                f"instance {seed}, attempt {attempt}: training "
+                + (f"{named} again" if again else f"{len(plan.models)} models")
+                + ("" if early is None else f", and for attempt {early} ahead")
+                + f" ({jobs} process{'es' if jobs > 1 else ''})"
+            )
+            tasks = [
+                (plan.models[index], index, settings, data, scale, secret, at, base)
+                for at in (attempt, *(() if early is None else (early,)))
+                for index in indices
+            ]
+            both: list[BuiltModel] = _map(_train_task, tasks, jobs)
+            trained = time.perf_counter()
+            progress(
+                f"instance {seed}, attempt {attempt}: measuring {named or 'every model'} on "
+                "every kind"
+            )
+            reads = _map(
+                _measure_task,
+                [(m.name, m.program, m.rows, data, settings, plan) for m in both],
+                jobs,
+            )
+            fresh, read = both[: len(indices)], reads[: len(indices)]
+            ahead = None
+            if early is not None:
+                ahead = Ahead(early, set(again), both[len(indices) :], reads[len(indices) :])
         if not again:
             models, measured = fresh, read
         else:
@@ -430,22 +447,54 @@ def build_instance(
     )
 
 
+@dataclasses.dataclass
+class Ahead:
+    """Models trained and measured for ``attempt`` before it came: the models ``models``
+    trained again alone, on processes their own attempt left idle."""
+
+    attempt: int
+    models: set[str]
+    fresh: list[BuiltModel]
+    read: list[Any]
+
+
 def _train_again(
-    settings: GameSettings, plan: Plan, last: list[Ambiguity], redone: set[str]
+    settings: GameSettings, plan: Plan, last: list[Ambiguity], redone: dict[str, int]
 ) -> set[str]:
     """The models the attempt after an ambiguous one trains, on the same base (empty: the
     whole zoo, on a new base).
 
     With ``retrain = "ambiguous"``: the ambiguous models alone, while they are fewer than
-    half the zoo and none of them was trained again on this base already. A model
-    ambiguous twice, or half the zoo at once, points at the base they share."""
+    half the zoo and none of them was trained again on this base ``alone`` times already.
+    A model ambiguous that often, or half the zoo at once, points at the base they
+    share."""
     ambiguous = {a.model for a in last}
     names = {p.name for p in plan.models}
     if (
         settings.retrain != "ambiguous"
         or not ambiguous <= names
         or 2 * len(ambiguous) >= len(names)
-        or ambiguous & redone
+        or any(redone.get(name, 0) >= settings.alone for name in ambiguous)
     ):
         return set()
     return ambiguous
+
+
+def _spare_attempt(
+    settings: GameSettings, again: set[str], redone: dict[str, int], attempt: int, jobs: int
+) -> int | None:
+    """The attempt whose models this one trains ahead (``None``: none): the next, when this
+    one trains ``again`` alone on at most half the processes, and the next would train
+    them alone again if they were ambiguous again (on the same plan, within the
+    attempts). Whether it is used depends only on what the attempts measure, so that
+    an instance is the same on any number of processes."""
+    following = attempt + 1
+    if (
+        not again
+        or 2 * len(again) > jobs
+        or following >= settings.attempts
+        or plan_redraw(settings, following) != plan_redraw(settings, attempt)
+        or any(redone[name] >= settings.alone for name in again)
+    ):
+        return None
+    return following

@@ -589,7 +589,12 @@ class GameSettings:
     """What the attempt after an ambiguous one trains (SPEC §8.2's "sub-seed + 1"):
     ``"zoo"``, every model on a new base; ``"ambiguous"``, only the models the attempt
     left ambiguous, on the same base beside the others (the zoo again when a model is
-    ambiguous twice, or half the zoo at once)."""
+    ambiguous ``alone`` times, or half the zoo at once)."""
+    alone: int = 1
+    """With ``retrain = "ambiguous"``: how many attempts in a row may train an ambiguous
+    model again alone on one base. Beyond the first, a build with processes to spare
+    trains the next attempt's model beside the current one's (:mod:`.build`), so that a
+    second try alone costs no more time than the first."""
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
@@ -677,6 +682,8 @@ class GameSettings:
             problems.append(f"decoy.jitter must be at least 0, got {self.decoy.jitter}")
         if self.decoy is not None and self.decoy.patients is not None and self.decoy.patients < 1:
             problems.append(f"decoy.patients must be at least 1, got {self.decoy.patients}")
+        if self.alone < 1:
+            problems.append(f"alone must be at least 1, got {self.alone}")
         if self.subgroup.rate not in ("own", "split"):
             problems.append(f"subgroup.rate must be 'own' or 'split', got {self.subgroup.rate!r}")
         if problems:

@@ -157,7 +157,7 @@ def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Pa
         game,
         "game",
         {*_SCALARS, "clean", *_TABLES, "columns", "subgroups"},
-        {"kinds", "hard", "decoy", "retrain"},
+        {"kinds", "hard", "decoy", "retrain", "alone"},
     )
     if ("hard" in game) != (semantics == SEMANTICS_GAME_V2):
         raise reader.error(
@@ -173,6 +173,8 @@ def read_game_variant(reader: TableReader, document: Mapping[str, Any], path: Pa
         values["kinds"] = reader.value(game, "kinds", tuple[str, ...], "game")
     if "retrain" in game:
         values["retrain"] = reader.value(game, "retrain", Retrain, "game")
+    if "alone" in game:
+        values["alone"] = reader.value(game, "alone", int, "game")
     values.update({key: reader.value(game, key, record, "game") for key, record in _TABLES.items()})
     if "decoy" in game:
         values["decoy"] = reader.value(game, "decoy", Decoy, "game")

@@ -168,6 +168,7 @@ _LATER: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("tolerance", "top_decile_gap"), None),
     (("miscalibrated", "overconfident_share"), None),
     (("retrain",), "zoo"),
+    (("alone",), 1),
 )
 """Settings added after instances were cached, by their path in :func:`recipe`'s tables,
 and the value that leaves them out (what builds did before them)."""
@@ -175,9 +176,9 @@ and the value that leaves them out (what builds did before them)."""
 
 def recipe(settings: GameSettings) -> dict[str, Any]:
     """The settings as the cache key and the manifest's check see them. Later additions
-    (the hard tier's, sound decoys, a miscalibration's direction share, what a redraw retrains)
-    are left out where a variant leaves them as builds had them before, so that adding them
-    changed no other instance's key."""
+    (the hard tier's, sound decoys, a miscalibration's direction share, what a redraw retrains
+    and how often) are left out where a variant leaves them as builds had them before, so
+    that adding them changed no other instance's key."""
     found = dataclasses.asdict(settings)
     for (*tables, key), unset in _LATER:
         table: Any = found
