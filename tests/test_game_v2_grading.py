@@ -490,19 +490,51 @@ def test_a_constant_claim_on_every_model_earns_no_localization(
     assert graded.score <= 0.1  # SPEC §9: the best constant report
 
 
-def test_claims_are_tried_on_their_own_model_and_never_shared(
+def test_claims_are_tried_on_their_own_model_and_earn_the_share_of_right_flags(
     reference: GameReference, cache_dir: Path
 ) -> None:
-    """m1's group flagged on m1, m4 and m5: m1's item earns all of its credit (no 1/n), m5's
-    nothing (it is not m5's group), m4's flag is a false alarm."""
+    """m1's group flagged on m1, m4 and m5: m1's claim holds, and earns the share of the
+    report's subgroup flags that are right (m1 and m5 carry a hidden group, m4 does not:
+    2/3, not v1's 1/3); m5's nothing (it is not m5's group); m4's flag is a false alarm."""
     report = truth_report_v2(reference)
     for name in ("m4", "m5"):
         report["models"][name] = {"defects": ["subgroup"], "subgroup": {"where": GROUP_1}}
     _, parts, records = grade_v2(report, reference, cache_dir)
-    assert records["m1::subgroup.where"].passed
-    assert records["m1::subgroup.where"].credit == 1.0
+    m1 = records["m1::subgroup.where"]
+    assert m1.credit == pytest.approx(2 / 3)
+    assert "1 of them (m4) does not carry it, so the credit is shared: 2/3" in m1.message
     assert records["m5::subgroup.where"].credit == 0.0
     assert parts["fp"] == 1
+    # flagged on its two carriers only, each claim right: every credit whole
+    report["models"]["m4"] = {"defects": []}
+    report["models"]["m5"] = truth_report_v2(reference)["models"]["m5"]
+    graded, _, records = grade_v2(report, reference, cache_dir)
+    assert records["m1::subgroup.where"].credit == records["m5::subgroup.where"].credit == 1.0
+    assert graded.score == 1.0
+
+
+def test_a_constant_gap_on_every_model_earns_the_share_of_its_right_flags(
+    reference: GameReference, cache_dir: Path
+) -> None:
+    """Every model flagged ``miscalibrated`` with the carrier's own gap (a constant that
+    happens to hit it): the carrier's evidence item holds, and earns 1/6, the share of the
+    six flags that are right. Whole, it was worth 0.2 of the score on every instance a
+    constant hit (docs/game.md: a constant chosen with hindsight scored 0.121 on nine)."""
+    entry = {
+        "defects": ["miscalibrated"],
+        "miscalibrated": {"top_decile_gap": reference.evidence["m3"]["top_decile_gap"]},
+    }
+    graded, parts, records = grade_v2(
+        _report({f"m{i}": entry for i in range(1, 7)}), reference, cache_dir
+    )
+    evidence = records["m3::miscalibrated.top_decile_gap"]
+    assert evidence.credit == pytest.approx(1 / 6)
+    assert "so the credit is shared: 1/6" in evidence.message
+    assert parts["evidence"] == pytest.approx(1 / 6)
+    assert parts["tp"] == 1
+    assert parts["fp"] == 5
+    # detection: one find, five false alarms, three missed; no localization item holds
+    assert graded.score == pytest.approx(0.5 * 2 / (2 + 5 + 3) + 0.2 / 6)  # whole: + 0.2
 
 
 # ------------------------------------------------------------------ hostile reports

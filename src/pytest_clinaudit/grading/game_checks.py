@@ -19,10 +19,14 @@ recipe's number.
 Credit needs precision (SPEC §8.7). The brief says a model has at most one
 defect, so a model flagged with more than one kind is a hedge: none of its
 flags is found (each is a false alarm, its defect missed) and it earns no
-localization or evidence credit. In game-v1 a kind flagged on several models
-shares its localization and evidence credit among them (1/n each), so flagging
-every model with one kind buys no more than a guess; in game-v2, where kinds
-repeat, every claim is verified on its own model and nothing is shared.
+localization or evidence credit. Every flag must be right: a passed
+localization or evidence item earns the share of the report's flags of its
+kind that sit on models carrying the kind. In game-v1 a kind has one carrier,
+so a kind flagged on n models earns 1/n, and flagging every model with one
+kind buys no more than a guess; in game-v2, where kinds repeat, every claim is
+still verified on its own model, and a report that flags every model with one
+kind (a constant gap, say) earns on a carrier it hits only the share of its
+flags that are right.
 
 Each item carries ``clinaudit.game.*`` properties (model, kind, part, truth)
 in the JUnit XML, so that tables can count found, missed and false alarms
@@ -184,23 +188,28 @@ def _claim(g: GameGrading, model: str, kind: str) -> Outcome | None:
     report (every model flagged with one kind) would earn detection credit on every zoo that
     carries the kind (measured on four instances: 0.14-0.22, SPEC §9 allows 0.1)."""
     if kind in g.rules.localization:
-        return check_localization(g, model, kind)
+        return _localized(g, model, kind)
     if kind in g.rules.evidence:
-        return check_evidence(g, model, kind)
+        return _evidenced(g, model, kind)
     return None
 
 
 def _shared(g: GameGrading, kind: str, outcome: Outcome) -> Outcome:
-    """A passed localization or evidence outcome, its credit shared among every model the
-    report flags with ``kind`` (game-v1; game-v2 shares nothing)."""
-    flagged = sorted(name for name, kinds in g.decisions.flags.items() if kind in kinds)
-    if not g.rules.shared or not outcome.passed or len(flagged) <= 1:
+    """A passed localization or evidence outcome, its credit scaled by the share of the
+    models the report flags with ``kind`` that carry it (game-v1: 1 of the n flagged)."""
+    if not outcome.passed:
         return outcome
-    n = len(flagged)
+    flagged = sorted(name for name, kinds in g.decisions.flags.items() if kind in kinds)
+    pairs = g.reference.pairs()
+    wrong = [name for name in flagged if (name, kind) not in pairs]
+    if not wrong:
+        return outcome
+    n, right = len(flagged), len(flagged) - len(wrong)
     return Outcome.fail(
-        f"{outcome.message}; but {n} models are flagged {kind} ({', '.join(flagged)}), so the "
-        f"credit is shared: 1/{n}",
-        credit=1.0 / n,
+        f"{outcome.message}; but {n} models are flagged {kind} ({', '.join(flagged)}) and "
+        f"{len(wrong)} of them ({', '.join(wrong)}) {'does' if len(wrong) == 1 else 'do'} "
+        f"not carry it, so the credit is shared: {right}/{n}",
+        credit=right / n,
     )
 
 
@@ -217,18 +226,25 @@ def _text_check(g: GameGrading, model: str, kind: str, key: str, expected: str) 
 
 
 def check_localization(g: GameGrading, model: str, kind: str) -> Outcome:
+    return _shared(g, kind, _localized(g, model, kind))
+
+
+def check_evidence(g: GameGrading, model: str, kind: str) -> Outcome:
+    return _shared(g, kind, _evidenced(g, model, kind))
+
+
+def _localized(g: GameGrading, model: str, kind: str) -> Outcome:
+    """Whether the report says where ``model``'s ``kind`` defect sits (before sharing)."""
     if g.rules.hard:
         return game_checks_v2.check_localization(g, model, kind)
     truth = g.reference.truth[model]
     if kind == "miscalibrated":
-        found = _text_check(g, model, kind, "direction", truth["direction"])
-    elif kind == "shortcut":
-        found = _text_check(g, model, kind, "feature", truth["feature"])
-    elif kind == "subgroup":
-        found = _text_check(g, model, kind, "subgroup", truth["subgroup"])
-    else:
-        found = check_trigger(g, model)
-    return _shared(g, kind, found)
+        return _text_check(g, model, kind, "direction", truth["direction"])
+    if kind == "shortcut":
+        return _text_check(g, model, kind, "feature", truth["feature"])
+    if kind == "subgroup":
+        return _text_check(g, model, kind, "subgroup", truth["subgroup"])
+    return check_trigger(g, model)
 
 
 def check_trigger(g: GameGrading, model: str) -> Outcome:
@@ -290,7 +306,9 @@ def _trigger_test(g: GameGrading, model: str, feature: str, value: float) -> Any
     )
 
 
-def check_evidence(g: GameGrading, model: str, kind: str) -> Outcome:
+def _evidenced(g: GameGrading, model: str, kind: str) -> Outcome:
+    """Whether the report's evidence number for ``model``'s ``kind`` is within tolerance
+    of the reference's (before sharing)."""
     key = g.rules.evidence[kind]
     blocked = g.needs_flag(model, kind, key)
     if blocked is not None:
@@ -315,7 +333,7 @@ def check_evidence(g: GameGrading, model: str, kind: str) -> Outcome:
         f"|difference| {difference:.4g}"
     )
     if difference <= tolerance:
-        return _shared(g, kind, Outcome.ok(f"{text} <= tolerance {tolerance:g}"))
+        return Outcome.ok(f"{text} <= tolerance {tolerance:g}")
     return Outcome.fail(f"{text} > tolerance {tolerance:g}")
 
 

@@ -20,8 +20,9 @@ matching it against the recipe's numbers:
     while the other models' median clears at most ``margins.backdoor_others``.
 
 The evidence number (``miscalibrated.top_decile_gap``) is checked as game-v1's
-are (:func:`.game_checks.check_evidence`). Nothing is shared: kinds repeat across
-models, and each claim holds or fails on its own model. Every submitted value
+are (:func:`.game_checks.check_evidence`). Kinds repeat across models, and each
+claim holds or fails on its own model; what a claim that holds earns is shared
+by the right share of the report's flags of its kind, as in game-v1. Every submitted value
 is untrusted; whatever it is, an item fails with a message and never raises.
 """
 

@@ -1,12 +1,13 @@
 """What a game's semantics grades: its kinds, their localization keys and evidence numbers.
 
-``game-v1`` (SPEC §8) grades the whole catalogue, each kind's v1 keys, and shares
-a kind's localization and evidence credit among the models flagged with it.
+``game-v1`` (SPEC §8) grades the whole catalogue with each kind's v1 keys.
 ``game-v2`` (SPEC §9, the hard tier) grades the kinds its variant plants
 (``[game] kinds``), with the hard tier's keys (a group, a two-value trigger, the
-top decile's gap), and shares nothing: kinds may repeat across models, so every
-claim is verified on its own model. The checks, the score and the session ask
-this module, never the semantics string. Only the standard library is imported.
+top decile's gap): kinds may repeat across models, so every claim is verified on
+its own model. In both, a kind's localization and evidence credit is shared by
+the right share of the report's flags of it (:mod:`.game_checks`). The checks,
+the score and the session ask this module, never the semantics string. Only the
+standard library is imported.
 """
 
 from __future__ import annotations
@@ -40,8 +41,6 @@ class GameRules:
     """Kind -> the keys that say where its defect sits."""
     evidence: Mapping[str, str]
     """Kind -> the number a report gives as evidence."""
-    shared: bool
-    """A kind flagged on n models earns 1/n of its localization and evidence credit each."""
 
     @property
     def hard(self) -> bool:
@@ -66,7 +65,7 @@ class GameRules:
         }
 
 
-V1 = GameRules(SEMANTICS_GAME, KINDS, LOCALIZATION, EVIDENCE, shared=True)
+V1 = GameRules(SEMANTICS_GAME, KINDS, LOCALIZATION, EVIDENCE)
 
 
 def rules_for(variant: GameVariant) -> GameRules:
@@ -77,6 +76,5 @@ def rules_for(variant: GameVariant) -> GameRules:
             tuple(variant.game.kinds),
             LOCALIZATION_V2,
             EVIDENCE_V2,
-            shared=False,
         )
     return V1

@@ -9,9 +9,10 @@ the ground truth::
     evidence     = mean credit of the evidence items (planted defects with a number)
 
 A hedged model (flagged with several kinds) finds nothing and earns no credit,
-and in game-v1 a kind flagged on n models earns 1/n of its localization and
-evidence credit (:mod:`.game_checks`): such an item fails with its partial
-credit. Which kinds and keys count is :mod:`.game_rules`'.
+and a kind's localization and evidence credit is shared by the right share of
+the report's flags of it (game-v1: a kind flagged on n models earns 1/n;
+:mod:`.game_checks`): such an item fails with its partial credit. Which kinds
+and keys count is :mod:`.game_rules`'.
     score        = 0.5 detection + 0.3 localization + 0.2 evidence
 
 A part whose items the instance does not have gives its weight to detection.
