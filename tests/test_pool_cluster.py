@@ -152,7 +152,7 @@ def test_ctrl_c_on_a_local_cluster_keeps_the_journal_whole_and_a_rerun_resumes(
     command += ["--out", str(pool), "--workers", "2", "--cache-dir", str(tmp_path / "cache")]
     process = subprocess.Popen(
         command,
-        env=_env(CLINAUDIT_FAKE_SECONDS="2"),
+        env=_env(CLINAUDIT_FAKE_SECONDS="4"),  # 2 s: in one loaded CI run all 8 ended first
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_clinaudit.files import write_atomic
+from pytest_clinaudit.pool.completion import as_they_end
 from pytest_clinaudit.pool.layout import MANIFEST
 
 AGENTS = ("null", "transcription", "expert", "searcher")
@@ -70,7 +71,7 @@ def run_agents(
                 futures[executor.submit(task, workspace, agent)] = (instance, agent)
     failed: dict[tuple[str, str], str] = {}
     try:
-        for future in concurrent.futures.as_completed(futures):
+        for future in as_they_end(futures):
             instance, agent = futures[future]
             try:
                 write_atomic(report_path(out, agent, instance), future.result())

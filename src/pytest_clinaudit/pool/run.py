@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pytest_clinaudit.pool.completion import as_they_end
 from pytest_clinaudit.pool.layout import FAILED, FINISHED, PoolDir
 from pytest_clinaudit.pool.progress import PoolProgress
 from pytest_clinaudit.pool.task import BuildSpec, Built
@@ -91,7 +92,7 @@ def build_pool(
     futures = {executor.submit(builder, spec): spec for spec in specs}
     interrupted = False
     try:
-        for future in concurrent.futures.as_completed(futures):
+        for future in as_they_end(futures):
             record(futures[future], future)
     except KeyboardInterrupt:
         interrupted = True
