@@ -186,7 +186,8 @@ def body(variant: GameVariant, data: Dataset, facts: str) -> str:
         "precision: a model flagged with more than one kind finds nothing (each of its flags "
         "is a false alarm) and earns no localization or evidence credit. Every claim is tried "
         "on its own model: a kind you flag on several models earns credit on each only where "
-        "it is right there."
+        "it is right there, and each such credit is scaled by the share of your flags of that "
+        "kind that are on models carrying it."
     )
     return f"""## What can be wrong
 
