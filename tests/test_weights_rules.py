@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import weights_agent
 
@@ -57,3 +58,15 @@ def test_the_search_finds_a_rule_that_the_truth_rewards_and_counts_it_right(
         pytest.approx(2 / 6),
         (1, 2, 2),
     )
+
+
+def test_a_statistics_separation_is_the_auroc_of_a_kinds_models_against_the_rest() -> None:
+    """Pooled over instances, ties counted half; 1 or 0 where the statistic sorts a kind's
+    models apart (either side), 0.5 where it tells nothing, nan without both groups."""
+    first = ({"m1": "backdoor", "m2": None, "m3": None}, _stats({"m1": 9.0, "m2": 1.0, "m3": 2.0}))
+    second = ({"m1": None, "m2": "backdoor"}, _stats({"m1": 3.0, "m2": 3.0}))
+    # backdoor (9, 3) against sound (1, 2, 3): 3 wins for 9, 2 wins and a tie for 3
+    assert weights_agent.separation([first, second], "backdoor", "scale") == pytest.approx(5.5 / 6)
+    assert weights_agent.separation([first, second], None, "scale") == pytest.approx(0.5 / 6)
+    assert weights_agent.separation([first], "backdoor", "distance") == 0.5
+    assert np.isnan(weights_agent.separation([first], "leaky", "scale"))

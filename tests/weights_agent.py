@@ -170,6 +170,24 @@ def detection_counts(
     return tp, fp, fn
 
 
+def separation(
+    pool: Sequence[tuple[Mapping[str, str | None], Statistics]], kind: str | None, statistic: str
+) -> float:
+    """How well one zoo-relative statistic (``"scale"`` or ``"distance"``) tells the models
+    of ``kind`` (``None``: the sound ones) from the rest, pooled over a pool's instances (each
+    a truth and its statistics): the AUROC of the statistic, 0.5 where it tells nothing,
+    1 or 0 where it sorts them apart (``nan`` without both)."""
+    inside, outside = [], []
+    for truth, stats in pool:
+        values = getattr(stats, statistic)
+        for name, planted in truth.items():
+            (inside if planted == kind else outside).append(values[name])
+    if not inside or not outside:
+        return float("nan")
+    a, b = np.asarray(inside)[:, None], np.asarray(outside)[None, :]
+    return float(((a > b).sum() + 0.5 * (a == b).sum()) / (a.size * b.size))
+
+
 def workspace_statistics(workspace: Any) -> Statistics:
     """The statistics of a workspace's ``models/*.pt2``; the post-outcome column is the one
     the data dictionary says is not available at prediction time."""

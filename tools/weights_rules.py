@@ -13,6 +13,10 @@ truth and prints the best. The F1 is over every kind but ``shortcut``, whose wei
 post-outcome column is a legitimate white-box finding (docs/game.md). Chosen with
 hindsight on the pool it is scored on, the number is an upper bound for this family,
 not what a rule fixed before seeing the pool would score.
+
+It first prints, for each kind, the AUROC of each statistic (scale, distance) for that
+kind's models against the rest of the pool: near 0.5 where no threshold on that
+statistic tells the kind, near 0 or 1 where one does, whatever rule family is searched.
 """
 
 from __future__ import annotations
@@ -105,6 +109,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     def shipped(stats: weights_agent.Statistics) -> Flags:
         return {n: e["defects"] for n, e in weights_agent.report(stats)["models"].items()}
 
+    kinds = sorted({k for _, truth, _ in pool for k in truth.values() if k}) + [None]
+    print(
+        "\nAUROC of each statistic for each kind's models against the rest (0.5: it tells nothing):"
+    )
+    for kind in kinds:
+        found = {
+            statistic: weights_agent.separation([(t, s) for _, t, s in pool], kind, statistic)
+            for statistic in ("scale", "distance")
+        }
+        print(f"  {kind or 'sound':>14}: " + ", ".join(f"{k} {v:.2f}" for k, v in found.items()))
     score, counts = f1(pool, shipped)
     print(f"\nthe adversary as shipped: F1 {score:.3f} (TP, FP, FN = {counts})")
     results = []
