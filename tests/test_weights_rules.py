@@ -4,6 +4,7 @@ built; the statistics are written by hand)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -70,3 +71,39 @@ def test_a_statistics_separation_is_the_auroc_of_a_kinds_models_against_the_rest
     assert weights_agent.separation([first, second], None, "scale") == pytest.approx(0.5 / 6)
     assert weights_agent.separation([first], "backdoor", "distance") == 0.5
     assert np.isnan(weights_agent.separation([first], "leaky", "scale"))
+
+
+def test_the_columns_a_carriers_first_layer_moved_most_rank_its_triggers_columns(
+    rules,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    base = np.array([[1.0, 0.5, -0.2, 0.1], [0.3, -1.0, 0.4, 0.0]])  # 2 units, 3 columns, bias
+    moved = base.copy()
+    moved[:, 2] += [0.8, -0.6]  # the carrier's planting moved column c most, then b
+    moved[:, 1] += [0.1, 0.1]
+    other = base + 0.01
+    canon = {"m1": [base], "m2": [moved], "m3": [other]}
+    columns = weights_agent.column_deviation(canon, ["a", "b", "c"])
+    assert max(columns["m2"], key=columns["m2"].get) == "c"  # type: ignore[arg-type]
+    assert columns["m2"]["c"] > columns["m2"]["b"] > columns["m2"]["a"]
+    with pytest.raises(ValueError, match="2 column names"):
+        weights_agent.column_deviation(canon, ["a", "b"])
+
+    truth = {
+        "m1": {"kind": None},
+        "m2": {
+            "kind": "backdoor",
+            "trigger": [{"column": "b", "value": 1}, {"column": "c", "value": 2}],
+        },
+        "m3": {
+            "kind": "backdoor",
+            "trigger": [{"column": "a", "value": 1}, {"column": "b", "value": 2}],
+        },
+    }
+    (tmp_path / "i1" / "grader").mkdir(parents=True)
+    (tmp_path / "i1" / "grader" / "manifest.json").write_text(json.dumps({"truth": truth}))
+    stats = weights_agent.Statistics({}, {}, {}, columns)
+    kinds = {n: e["kind"] for n, e in truth.items()}
+    ranks = rules.trigger_ranks(tmp_path, [("i1", kinds, stats)])
+    assert ranks[0] == [1, 2]
+    assert len(ranks) == 2

@@ -94,10 +94,32 @@ class Statistics:
     distance: dict[str, float]
     scale: dict[str, float]
     outcome: dict[str, float]
+    columns: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    """Per model, per input column: how far its first layer's weights on the column sit from
+    the zoo's median (summed over matched units), over the zoo's median of that distance
+    (empty where the columns' names are not known)."""
+
+
+def column_deviation(
+    canon: Mapping[str, Sequence[np.ndarray]], names: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """:attr:`Statistics.columns` of matched canonical layers: a planting trained on a few
+    columns moves the first layer's weights on them most."""
+    first = {n: np.asarray(layers[0])[:, :-1] for n, layers in canon.items()}  # less the bias
+    width = {w.shape[1] for w in first.values()}
+    if width != {len(names)}:
+        raise ValueError(f"{len(names)} column names for first layers of width {sorted(width)}")
+    median = np.median(np.stack(list(first.values())), axis=0)
+    moved = {n: np.abs(w - median).sum(axis=0) for n, w in first.items()}
+    typical = np.median(np.stack(list(moved.values())), axis=0)
+    typical[typical == 0] = 1.0
+    return {n: dict(zip(names, (m / typical).tolist(), strict=True)) for n, m in moved.items()}
 
 
 def statistics(
-    zoo: Mapping[str, Sequence[tuple[np.ndarray, np.ndarray]]], outcome_column: int
+    zoo: Mapping[str, Sequence[tuple[np.ndarray, np.ndarray]]],
+    outcome_column: int,
+    columns: Sequence[str] = (),
 ) -> Statistics:
     canon = aligned({name: canonical(layers) for name, layers in zoo.items()})
     names = list(canon)
@@ -117,6 +139,7 @@ def statistics(
         {n: raw[n] / typical for n in names},
         {n: last[n] / typical_last for n in names},
         weight_out,
+        column_deviation(canon, columns) if columns else {},
     )
 
 
@@ -199,7 +222,7 @@ def workspace_statistics(workspace: Any) -> Statistics:
         rows = list(csv.DictReader(handle))
     later = next(i for i, row in enumerate(rows) if row["available_at_prediction"] == "no")
     zoo = {p.stem: read_layers(p.read_bytes()) for p in sorted((root / "models").glob("*.pt2"))}
-    return statistics(zoo, later)
+    return statistics(zoo, later, [row["column"] for row in rows])
 
 
 def audit(workspace: Any) -> dict[str, Any]:

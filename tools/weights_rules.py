@@ -17,6 +17,11 @@ not what a rule fixed before seeing the pool would score.
 It first prints, for each kind, the AUROC of each statistic (scale, distance) for that
 kind's models against the rest of the pool: near 0.5 where no threshold on that
 statistic tells the kind, near 0 or 1 where one does, whatever rule family is searched.
+On the hard tier (game-v2) the rules may also call the sharpest models ``backdoor``, and
+the tool prints where each trigger's columns rank among those its carrier's first layer
+moved most. There a flag earns nothing without a claim that the grader verifies on the
+models (a trigger's values included), so the F1 says which models and columns the weights
+point at, not what they score.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ ORDERS: tuple[tuple[str, ...], ...] = (
     ("fragile", "leaky"),
     ("leaky",) * 6,
     ("fragile",) * 6,
+    ("backdoor",) * 6,
     (),
 )
 LOW = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
@@ -78,6 +84,25 @@ def load(instances: Path) -> list[tuple[str, dict[str, str | None], weights_agen
         truth = {n: e["kind"] for n, e in json.loads(manifest.read_text())["truth"].items()}
         pool.append((root.name, truth, weights_agent.workspace_statistics(root / "workspace")))
     return pool
+
+
+def trigger_ranks(
+    instances: Path, pool: Sequence[tuple[str, Mapping[str, str | None], weights_agent.Statistics]]
+) -> list[list[int]]:
+    """For each trigger's carrier (game-v2), the ranks (1: first) of the trigger's columns
+    among the input columns ordered by how far the carrier's first layer moved on them
+    (:attr:`weights_agent.Statistics.columns`)."""
+    ranks = []
+    for name, _, stats in pool:
+        manifest = json.loads((instances / name / "grader" / "manifest.json").read_text())
+        for model, entry in manifest["truth"].items():
+            trigger = entry.get("trigger")
+            if entry["kind"] != "backdoor" or not isinstance(trigger, list):
+                continue
+            moved = stats.columns[model]
+            order = sorted(moved, key=lambda column: -moved[column])
+            ranks.append(sorted(order.index(claim["column"]) + 1 for claim in trigger))
+    return ranks
 
 
 def f1(
@@ -119,6 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             for statistic in ("scale", "distance")
         }
         print(f"  {kind or 'sound':>14}: " + ", ".join(f"{k} {v:.2f}" for k, v in found.items()))
+    ranks = trigger_ranks(args.instances, pool)
+    if ranks:
+        print(
+            f"\na trigger's columns among those its carrier's first layer moved most: both the"
+            f" top two for {sum(r[-1] == len(r) for r in ranks)} of {len(ranks)} carriers,"
+            f" one of them first for {sum(r[0] == 1 for r in ranks)}"
+        )
     score, counts = f1(pool, shipped)
     print(f"\nthe adversary as shipped: F1 {score:.3f} (TP, FP, FN = {counts})")
     results = []
