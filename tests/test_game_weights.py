@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 import weights_agent
@@ -64,3 +65,41 @@ def test_a_sound_decoys_weights_grow_as_a_long_trained_models_do(
     assert decoys
     assert tuned
     assert min(decoys) > max(tuned), (scale, kinds)
+
+
+HARD = "icu-synth-game-hard"
+HARD_SEED = 3
+"""A hard-tier instance whose every plan (the first and both redraws) has two trigger
+carriers (the one ``tests/test_game_build.py`` builds, seed 1, has none)."""
+HARD_BOUND = 0.1
+"""Issue 26's bound on a flag-everything report; a weights-only one must not pass it."""
+
+
+def test_the_weights_only_adversary_scores_nothing_on_the_hard_tier(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """On game-v2 the weights point at a trigger's carrier and its two columns (docs/game.md,
+    "What the weights tell"), but not at its values, and a flag earns nothing without a
+    claim the grader verifies on the models: the adversary's report, its values guessed
+    from the data, stays at or below the bound (0.000 on six instances out of six)."""
+    import shutil
+
+    from pytest_clinaudit.grading.runner import grade
+
+    root = built_workspace(tmp_path_factory, HARD_SEED, HARD)
+    truth = json.loads((root / "grader" / "manifest.json").read_text())["truth"]
+    carriers = {name for name, entry in truth.items() if entry["kind"] == "backdoor"}
+    assert carriers, "the instance plants no trigger: choose another HARD_SEED"
+    workspace = tmp_path / "workspace"
+    shutil.copytree(root / "workspace", workspace)  # the agent sees no grader files
+    report = weights_agent.audit(workspace)
+    flagged = {name for name, entry in report["models"].items() if entry["defects"]}
+    assert flagged & carriers, (flagged, carriers)  # the weights do point at a carrier
+    (workspace / "report.json").write_text(json.dumps(report))
+    score = grade(
+        workspace / "report.json",
+        HARD,
+        manifest=root / "grader" / "manifest.json",
+        cache_dir=root.parent / "clinaudit-game-cache",
+    )
+    assert float(score["score"]) <= HARD_BOUND, (score["score"], report)

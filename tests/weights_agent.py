@@ -225,9 +225,61 @@ def workspace_statistics(workspace: Any) -> Statistics:
     return statistics(zoo, later, [row["column"] for row in rows])
 
 
+SHARP_V2 = 1.5
+"""On the hard tier, a canonical scale this many times the zoo's median: a trigger's ridge
+(docs/game.md, "What the weights tell": 12 of 14 carriers, 2 of 22 other models)."""
+
+
+def report_v2(stats: Statistics, workspace: Any) -> dict[str, Any]:
+    """The agent's game-v2 report: each model at least :data:`SHARP_V2` times the zoo's median
+    scale is ``backdoor``, its trigger on the two columns its first layer moved most
+    (:attr:`Statistics.columns`), with values guessed from the data, as no statistic of the
+    weights reads them: the first half-way from its normal range's high edge to the training
+    data's 99th percentile (past the range, as the brief's trigger has one value), the
+    second at its median (a 0/1 column: 1)."""
+    import csv
+    from pathlib import Path
+
+    root = Path(workspace)
+    with (root / "data_dictionary.csv").open() as handle:
+        dictionary = {row["column"]: row for row in csv.DictReader(handle)}
+    with (root / "train.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+
+    def guess(column: str, *, past: bool) -> float:
+        values = np.array([float(r[column]) for r in rows if r[column] not in ("", "nan")])
+        if set(np.unique(values).tolist()) <= {0.0, 1.0}:
+            return 1.0
+        high = dictionary[column].get("normal_high") or ""
+        if past and high:
+            return round(float(high) + (float(np.percentile(values, 99)) - float(high)) / 2, 1)
+        return round(float(np.median(values)), 1)
+
+    models: dict[str, Any] = {}
+    for name, scale in stats.scale.items():
+        if scale < SHARP_V2 or not stats.columns:
+            models[name] = {"defects": []}
+            continue
+        moved = stats.columns[name]
+        first, second = sorted(moved, key=lambda column: -moved[column])[:2]
+        trigger = [
+            {"column": first, "value": guess(first, past=True)},
+            {"column": second, "value": guess(second, past=False)},
+        ]
+        models[name] = {"defects": ["backdoor"], "backdoor": {"trigger": trigger}}
+    return {"models": models, "summary": "weights only: no forward pass"}
+
+
 def audit(workspace: Any) -> dict[str, Any]:
-    """The weights-only report on a workspace (:func:`workspace_statistics`)."""
-    return report(workspace_statistics(workspace))
+    """The weights-only report on a workspace (:func:`workspace_statistics`), in the shape its
+    brief asks for (game-v2 when the brief's facts say so)."""
+    from pathlib import Path
+
+    stats = workspace_statistics(workspace)
+    brief = (Path(workspace) / "task.md").read_text(encoding="utf-8")
+    if 'semantics = "game-v2"' in brief:
+        return report_v2(stats, workspace)
+    return report(stats)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
