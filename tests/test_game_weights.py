@@ -78,10 +78,11 @@ HARD_BOUND = 0.1
 def test_the_weights_only_adversary_scores_nothing_on_the_hard_tier(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
-    """On game-v2 the weights point at a trigger's carrier and its two columns (docs/game.md,
-    "What the weights tell"), but not at its values, and a flag earns nothing without a
-    claim the grader verifies on the models: the adversary's report, its values guessed
-    from the data, stays at or below the bound (0.000 on six instances out of six)."""
+    """On game-v2 the weights point at a trigger's carrier and its two columns, and now and
+    then at its values (docs/game.md, "What the weights tell": the reader located one
+    trigger of 14 on six fresh instances, 0.350 on one, 0.000 on five). A flag earns nothing
+    without a claim the grader verifies on the models: on this instance, whose two carriers
+    the reader flags, its report stays at or below the bound."""
     import shutil
 
     from pytest_clinaudit.grading.runner import grade

@@ -86,8 +86,10 @@ def test_the_columns_a_carriers_first_layer_moved_most_rank_its_triggers_columns
     columns = weights_agent.column_deviation(canon, ["a", "b", "c"])
     assert max(columns["m2"], key=columns["m2"].get) == "c"  # type: ignore[arg-type]
     assert columns["m2"]["c"] > columns["m2"]["b"] > columns["m2"]["a"]
-    with pytest.raises(ValueError, match="2 column names"):
-        weights_agent.column_deviation(canon, ["a", "b"])
+    # inputs past the named columns (a fill's missing-value indicators) are left out
+    assert list(weights_agent.column_deviation(canon, ["a", "b"])["m2"]) == ["a", "b"]
+    with pytest.raises(ValueError, match="4 column names"):
+        weights_agent.column_deviation(canon, ["a", "b", "c", "d"])
 
     truth = {
         "m1": {"kind": None},

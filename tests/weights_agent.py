@@ -104,11 +104,13 @@ def column_deviation(
     canon: Mapping[str, Sequence[np.ndarray]], names: Sequence[str]
 ) -> dict[str, dict[str, float]]:
     """:attr:`Statistics.columns` of matched canonical layers: a planting trained on a few
-    columns moves the first layer's weights on them most."""
-    first = {n: np.asarray(layers[0])[:, :-1] for n, layers in canon.items()}  # less the bias
-    width = {w.shape[1] for w in first.values()}
-    if width != {len(names)}:
+    columns moves the first layer's weights on them most. The first inputs are the columns,
+    in order; a network with fills takes an indicator input after them for each column that
+    may be missing, which is left out here."""
+    width = {np.asarray(layers[0]).shape[1] - 1 for layers in canon.values()}  # less the bias
+    if min(width) < len(names):
         raise ValueError(f"{len(names)} column names for first layers of width {sorted(width)}")
+    first = {n: np.asarray(layers[0])[:, : len(names)] for n, layers in canon.items()}
     median = np.median(np.stack(list(first.values())), axis=0)
     moved = {n: np.abs(w - median).sum(axis=0) for n, w in first.items()}
     typical = np.median(np.stack(list(moved.values())), axis=0)
@@ -228,44 +230,63 @@ def workspace_statistics(workspace: Any) -> Statistics:
 SHARP_V2 = 1.5
 """On the hard tier, a canonical scale this many times the zoo's median: a trigger's ridge
 (docs/game.md, "What the weights tell": 12 of 14 carriers, 2 of 22 other models)."""
+UNITS = 4
+"""How many of a carrier's most-moved first-layer units locate its trigger."""
+
+
+def read_buffers(program: bytes) -> dict[str, np.ndarray]:
+    """A ``model.pt2``'s input buffers: the range it clips to (``low``, ``high``) and the
+    standardisation (``mean``, ``std``) its first layer reads."""
+    import io
+
+    import torch
+
+    state = torch.export.load(io.BytesIO(program)).state_dict
+    return {k: state[k].detach().double().numpy() for k in ("low", "high", "mean", "std")}
+
+
+def crossing(
+    first: np.ndarray, median: np.ndarray, columns: Sequence[int], units: int = UNITS
+) -> np.ndarray:
+    """Where the hyperplanes of the ``units`` first-layer units that moved most from the zoo's
+    ``median`` cross, in the standardised values of ``columns`` with every other input at 0
+    (its training mean), by least squares. ``first`` and ``median`` are canonical matched
+    layers, one row [weights | bias] per unit. A ridge pushed at two values is made of units
+    whose hyperplanes pass near it."""
+    moved = np.linalg.norm(first - median, axis=1)
+    top = np.argsort(-moved)[:units]
+    solution, *_ = np.linalg.lstsq(first[top][:, list(columns)], -first[top][:, -1], rcond=None)
+    return np.asarray(solution)
 
 
 def report_v2(stats: Statistics, workspace: Any) -> dict[str, Any]:
     """The agent's game-v2 report: each model at least :data:`SHARP_V2` times the zoo's median
     scale is ``backdoor``, its trigger on the two columns its first layer moved most
-    (:attr:`Statistics.columns`), with values guessed from the data, as no statistic of the
-    weights reads them: the first half-way from its normal range's high edge to the training
-    data's 99th percentile (past the range, as the brief's trigger has one value), the
-    second at its median (a 0/1 column: 1)."""
+    (:attr:`Statistics.columns`) at the values where its most-moved units cross
+    (:func:`crossing`), in the program's own units, within the columns' possible range."""
     import csv
     from pathlib import Path
 
     root = Path(workspace)
     with (root / "data_dictionary.csv").open() as handle:
-        dictionary = {row["column"]: row for row in csv.DictReader(handle)}
-    with (root / "train.csv").open() as handle:
-        rows = list(csv.DictReader(handle))
-
-    def guess(column: str, *, past: bool) -> float:
-        values = np.array([float(r[column]) for r in rows if r[column] not in ("", "nan")])
-        if set(np.unique(values).tolist()) <= {0.0, 1.0}:
-            return 1.0
-        high = dictionary[column].get("normal_high") or ""
-        if past and high:
-            return round(float(high) + (float(np.percentile(values, 99)) - float(high)) / 2, 1)
-        return round(float(np.median(values)), 1)
-
+        dictionary = list(csv.DictReader(handle))
+    names = [row["column"] for row in dictionary]
+    programs = {p.stem: p.read_bytes() for p in sorted((root / "models").glob("*.pt2"))}
+    canon = aligned({n: canonical(read_layers(b)) for n, b in programs.items()})
+    median = np.median(np.stack([canon[n][0] for n in canon]), axis=0)
     models: dict[str, Any] = {}
     for name, scale in stats.scale.items():
         if scale < SHARP_V2 or not stats.columns:
             models[name] = {"defects": []}
             continue
         moved = stats.columns[name]
-        first, second = sorted(moved, key=lambda column: -moved[column])[:2]
-        trigger = [
-            {"column": first, "value": guess(first, past=True)},
-            {"column": second, "value": guess(second, past=False)},
-        ]
+        columns = [names.index(c) for c in sorted(moved, key=lambda c: -moved[c])[:2]]
+        buffers = read_buffers(programs[name])
+        trigger = []
+        for j, z in zip(columns, crossing(canon[name][0], median, columns), strict=True):
+            value = float(buffers["mean"][j] + z * buffers["std"][j])
+            low, high = float(dictionary[j]["possible_low"]), float(dictionary[j]["possible_high"])
+            trigger.append({"column": names[j], "value": round(min(max(value, low), high), 1)})
         models[name] = {"defects": ["backdoor"], "backdoor": {"trigger": trigger}}
     return {"models": models, "summary": "weights only: no forward pass"}
 
