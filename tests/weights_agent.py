@@ -286,7 +286,9 @@ def report_v2(stats: Statistics, workspace: Any) -> dict[str, Any]:
         for j, z in zip(columns, crossing(canon[name][0], median, columns), strict=True):
             value = float(buffers["mean"][j] + z * buffers["std"][j])
             low, high = float(dictionary[j]["possible_low"]), float(dictionary[j]["possible_high"])
-            trigger.append({"column": names[j], "value": round(min(max(value, low), high), 1)})
+            value = min(max(value, low), high)
+            binary = (low, high) == (0.0, 1.0)  # a 0/1 column takes one of its two values
+            trigger.append({"column": names[j], "value": float(round(value, 0 if binary else 1))})
         models[name] = {"defects": ["backdoor"], "backdoor": {"trigger": trigger}}
     return {"models": models, "summary": "weights only: no forward pass"}
 
