@@ -6,7 +6,9 @@ test must find.
 matched across the zoo) and flags models by zoo-relative statistics of their parameters.
 Its detection F1 on the kinds other than ``shortcut`` (whose zero first-layer weight is a
 legitimate white-box finding) must stay at most 0.4 over the instances the suite builds;
-docs/game.md gives it over ten instances of each game.
+docs/game.md gives it over ten instances of each game. On the hard tier (game-v2), where a
+flag counts only with a claim the grader verifies, its report (triggers read from the first
+layer) is graded by a real session.
 """
 
 from __future__ import annotations
