@@ -124,6 +124,13 @@ def statistics(
     columns: Sequence[str] = (),
 ) -> Statistics:
     canon = aligned({name: canonical(layers) for name, layers in zoo.items()})
+    return statistics_of(canon, outcome_column, columns)
+
+
+def statistics_of(
+    canon: Mapping[str, Sequence[np.ndarray]], outcome_column: int, columns: Sequence[str] = ()
+) -> Statistics:
+    """:func:`statistics` of the zoo's matched canonical layers (:func:`aligned`)."""
     names = list(canon)
     median = [
         np.median(np.stack([canon[n][i] for n in names]), axis=0)
@@ -209,22 +216,37 @@ def separation(
             (inside if planted == kind else outside).append(values[name])
     if not inside or not outside:
         return float("nan")
-    a, b = np.asarray(inside)[:, None], np.asarray(outside)[None, :]
-    return float(((a > b).sum() + 0.5 * (a == b).sum()) / (a.size * b.size))
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score([1] * len(inside) + [0] * len(outside), inside + outside))
 
 
-def workspace_statistics(workspace: Any) -> Statistics:
-    """The statistics of a workspace's ``models/*.pt2``; the post-outcome column is the one
-    the data dictionary says is not available at prediction time."""
+def read_workspace(workspace: Any) -> tuple[list[dict[str, str]], dict[str, bytes]]:
+    """A workspace's data dictionary (a row per column, in order) and its ``models/*.pt2``."""
     import csv
     from pathlib import Path
 
     root = Path(workspace)
     with (root / "data_dictionary.csv").open() as handle:
         rows = list(csv.DictReader(handle))
+    programs = {p.stem: p.read_bytes() for p in sorted((root / "models").glob("*.pt2"))}
+    return rows, programs
+
+
+def _dictionary_statistics(
+    rows: Sequence[Mapping[str, str]], canon: Mapping[str, Sequence[np.ndarray]]
+) -> Statistics:
+    """:func:`statistics_of`, the post-outcome column being the one the data dictionary says
+    is not available at prediction time."""
     later = next(i for i, row in enumerate(rows) if row["available_at_prediction"] == "no")
-    zoo = {p.stem: read_layers(p.read_bytes()) for p in sorted((root / "models").glob("*.pt2"))}
-    return statistics(zoo, later, [row["column"] for row in rows])
+    return statistics_of(canon, later, [row["column"] for row in rows])
+
+
+def workspace_statistics(workspace: Any) -> Statistics:
+    """The statistics of a workspace's ``models/*.pt2`` (:func:`_dictionary_statistics`)."""
+    rows, programs = read_workspace(workspace)
+    canon = aligned({n: canonical(read_layers(b)) for n, b in programs.items()})
+    return _dictionary_statistics(rows, canon)
 
 
 SHARP_V2 = 1.5
@@ -256,27 +278,22 @@ def crossing(
     moved = np.linalg.norm(first - median, axis=1)
     top = np.argsort(-moved)[:units]
     solution, *_ = np.linalg.lstsq(first[top][:, list(columns)], -first[top][:, -1], rcond=None)
-    return np.asarray(solution)
+    return solution
 
 
-def report_v2(stats: Statistics, workspace: Any) -> dict[str, Any]:
-    """The agent's game-v2 report: each model at least :data:`SHARP_V2` times the zoo's median
-    scale is ``backdoor``, its trigger on the two columns its first layer moved most
-    (:attr:`Statistics.columns`) at the values where its most-moved units cross
+def report_v2(workspace: Any) -> dict[str, Any]:
+    """The agent's game-v2 report on a workspace: each model at least :data:`SHARP_V2` times
+    the zoo's median scale is ``backdoor``, its trigger on the two columns its first layer
+    moved most (:attr:`Statistics.columns`) at the values where its most-moved units cross
     (:func:`crossing`), in the program's own units, within the columns' possible range."""
-    import csv
-    from pathlib import Path
-
-    root = Path(workspace)
-    with (root / "data_dictionary.csv").open() as handle:
-        dictionary = list(csv.DictReader(handle))
+    dictionary, programs = read_workspace(workspace)
     names = [row["column"] for row in dictionary]
-    programs = {p.stem: p.read_bytes() for p in sorted((root / "models").glob("*.pt2"))}
     canon = aligned({n: canonical(read_layers(b)) for n, b in programs.items()})
+    stats = _dictionary_statistics(dictionary, canon)
     median = np.median(np.stack([canon[n][0] for n in canon]), axis=0)
     models: dict[str, Any] = {}
     for name, scale in stats.scale.items():
-        if scale < SHARP_V2 or not stats.columns:
+        if scale < SHARP_V2:
             models[name] = {"defects": []}
             continue
         moved = stats.columns[name]
@@ -298,11 +315,10 @@ def audit(workspace: Any) -> dict[str, Any]:
     brief asks for (game-v2 when the brief's facts say so)."""
     from pathlib import Path
 
-    stats = workspace_statistics(workspace)
     brief = (Path(workspace) / "task.md").read_text(encoding="utf-8")
     if 'semantics = "game-v2"' in brief:
-        return report_v2(stats, workspace)
-    return report(stats)
+        return report_v2(workspace)
+    return report(workspace_statistics(workspace))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
