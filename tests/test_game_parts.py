@@ -16,6 +16,7 @@ from nn_helpers import NEEDS_SKSURV
 
 from pytest_clinaudit.catalog.games import GameVariant
 from pytest_clinaudit.catalog.variants import VariantError, default_catalog, load_variant
+from pytest_clinaudit.grading.game_checks import report_schema
 from pytest_clinaudit.reference.data import LoadContext
 from pytest_clinaudit.reference.data.icu import ICUSynthSource, generate_icu_cohort
 from pytest_clinaudit.reference.game.claims import (
@@ -145,6 +146,48 @@ def test_over_many_secrets_every_kind_is_sometimes_absent_and_sometimes_planted(
         assert not all(present)
     game = game_variant().game
     assert draw_plan(game, 7, secret_for(7)) == draw_plan(game, 7, secret_for(7))
+
+
+def test_a_subgroup_marked_not_planted_is_listed_and_never_drawn() -> None:
+    game = game_variant("flchain-game")
+    listed = {g.name: g.drawable for g in game.game.subgroups}
+    assert listed == {
+        "age 50-64": True,
+        "age 65-79": True,
+        "age >= 80": True,
+        "female": False,
+        "male": False,
+    }
+    carriers = [draw_plan(game.game, 1, secret_for(s)).carrier("subgroup") for s in range(1, 120)]
+    drawn = {c.subgroup.name for c in carriers if c is not None and c.subgroup is not None}
+    assert drawn == {"age 50-64", "age 65-79", "age >= 80"}
+    # A report may still name any of them.
+    schema = report_schema(game, ("m1",))
+    assert sorted(listed) == sorted(_enum_of(schema, "subgroup"))
+
+
+def _enum_of(schema: Any, key: str) -> list[Any]:
+    """The ``enum`` of the first property named ``key`` anywhere in ``schema``."""
+    if isinstance(schema, dict):
+        if isinstance(schema.get(key), dict) and "enum" in schema[key]:
+            return list(schema[key]["enum"])
+        schema = list(schema.values())
+    for part in schema if isinstance(schema, list) else ():
+        found = _enum_of(part, key)
+        if found:
+            return found
+    return []
+
+
+def test_a_game_whose_subgroups_are_all_marked_not_planted_is_refused(tmp_path: Path) -> None:
+    text = game_variant().path.read_text(encoding="utf-8")
+    path = tmp_path / "game.toml"
+    path.write_text(
+        text.replace("[[game.subgroups]]\n", "[[game.subgroups]]\nplanted = false\n"),
+        encoding="utf-8",
+    )
+    with pytest.raises(VariantError, match="no subgroup may be planted"):
+        load_variant(path)
 
 
 def test_a_game_plants_only_the_kinds_its_cohort_can_carry(tmp_path: Path) -> None:

@@ -209,7 +209,7 @@ def draw_plan(
             target = None if plant.target is None else float(rng.uniform(*plant.target))
             models[index] = dataclasses.replace(planted, strength=strength, target=target)
         elif planted.kind == "subgroup":
-            groups = settings.subgroups
+            groups = [group for group in settings.subgroups if group.drawable]
             models[index] = dataclasses.replace(planted, subgroup=groups[rng.integers(len(groups))])
         elif planted.kind == "backdoor":
             triggers = settings.backdoor.triggers

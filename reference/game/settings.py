@@ -101,6 +101,16 @@ class Subgroup:
     reverse: float | None = None
     """How far a subgroup planting turns this subgroup's ranking over, beyond flattening it
     (:func:`~.planting.plant_subgroup`; ``None``: flattened only). Not in the brief."""
+    planted: bool | None = None
+    """``false``: a subgroup planting is never drawn on this subgroup (unset: it may be). The
+    brief lists it either way, and every model is measured on it; for a subgroup whose
+    flattening cannot leave the other listed ones clearly out (FLCHAIN's sexes: half of
+    every age band). Not in the brief."""
+
+    @property
+    def drawable(self) -> bool:
+        """Whether a subgroup planting may be drawn on this subgroup."""
+        return self.planted is not False
 
     def mask(self, X: Any, columns: tuple[str, ...]) -> Any:
         """Boolean (n,) of the rows ``X`` (n, d) that belong to the subgroup."""
@@ -636,6 +646,8 @@ class GameSettings:
                 )
         if len({g.name for g in self.subgroups}) != len(self.subgroups):
             problems.append("two subgroups share a name")
+        if self.subgroups and not any(g.drawable for g in self.subgroups):
+            problems.append("no subgroup may be planted (every one has planted = false)")
         for kind in KINDS:
             out, inside = self.margins.band(kind)
             if not out < inside:
