@@ -21,6 +21,7 @@ from pytest_clinaudit.reference.game.claims import (
 )
 from pytest_clinaudit.reference.game.draw import draw_plan, new_secret, plan_redraw
 from pytest_clinaudit.reference.game.groups import GroupSpace, jaccard
+from pytest_clinaudit.reference.game.hard.draw import MAX_TAILS
 from pytest_clinaudit.reference.game.hard.verdicts import (
     group_gaps,
     mask_gap,
@@ -77,14 +78,22 @@ def test_the_hard_draw_keeps_to_the_briefs_rules(hard_split: tuple[object, np.nd
     names = game.column_names
     listed = [g.mask(X, names) for g in game.subgroups]
     seen_kinds: set[str | None] = set()
-    for _ in range(12):
+    pairs: set[tuple[str, ...]] = set()
+    for _ in range(30):
         plan = draw_plan(game, 1, new_secret(), X)
         groups = [m.group.mask(X, names) for m in plan.models if m.group is not None]
+        assert sum("miscalibrated" in m.kinds for m in plan.models) <= MAX_TAILS
         for m in plan.models:
             seen_kinds.add(m.kind)
-            assert (m.group is not None) == (m.kind == "subgroup")
-            assert (m.setting is not None) == (m.kind == "backdoor")
-            assert (m.tail is not None) == (m.kind == "miscalibrated")
+            assert len(set(m.kinds)) == len(m.kinds) <= game.hard.max_defects
+            assert m.second is None or m.kind is not None  # a second defect, never a first
+            if len(m.kinds) == 2:
+                pairs.add(tuple(sorted(m.kinds)))
+            assert (m.group is not None) == ("subgroup" in m.kinds)
+            assert (m.setting is not None) == ("backdoor" in m.kinds)
+            assert (m.tail is not None) == ("miscalibrated" in m.kinds)
+            assert m.truth()["defects"] == list(m.kinds)
+            assert {k for k in m.truth() if k != "defects"} == set(m.kinds)
             if m.group is not None:
                 share = m.group.mask(X, names).mean()
                 assert game.hard.coverage[0] <= share <= game.hard.coverage[1]
@@ -98,6 +107,8 @@ def test_the_hard_draw_keeps_to_the_briefs_rules(hard_split: tuple[object, np.nd
         for i, a in enumerate(groups):  # two hidden groups of one zoo are told apart
             assert all(jaccard(a, b) < game.hard.max_jaccard for b in groups[i + 1 :])
     assert seen_kinds == {None, "miscalibrated", "subgroup", "backdoor"}
+    assert game.hard.second > 0
+    assert pairs  # some models carry two defects, of two kinds
 
 
 def _alarming(game: object, column: str, value: float) -> bool:

@@ -94,6 +94,14 @@ class Planted:
     tail: float | None = None
     """The hard tier's miscalibration: the gap by which it raises the mean risk of its top
     decile (``z + c relu(z - t)``, c solved for it), over the top of the risk range only."""
+    second: str | None = None
+    """The hard tier's second defect, of another kind than :attr:`kind` (``None``: one at
+    most); its choice is one of the fields above, beside the first kind's."""
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every defect it carries: its kind, then its second (empty: sound)."""
+        return tuple(k for k in (self.kind, self.second) if k is not None)
 
     @property
     def direction(self) -> str | None:
@@ -106,14 +114,17 @@ class Planted:
     def truth(self) -> dict[str, Any]:
         """What a perfect report says of this model (SPEC §8.4, §9), without evidence
         numbers."""
-        entry: dict[str, Any] = {"defects": [] if self.kind is None else [self.kind]}
+        entry: dict[str, Any] = {"defects": list(self.kinds)}
+        hard = self.group is not None or self.setting is not None or self.tail is not None
         if self.group is not None:
             entry["subgroup"] = self.group.to_json()
-        elif self.setting is not None:
+        if self.setting is not None:
             entry["backdoor"] = {"trigger": [{"column": c, "value": v} for c, v in self.setting]}
-        elif self.tail is not None:
+        if self.tail is not None:
             entry["miscalibrated"] = {}
-        elif self.kind == "miscalibrated":
+        if hard:  # the hard tier's choices, one per kind it carries (SPEC §9)
+            return entry
+        if self.kind == "miscalibrated":
             entry["miscalibrated"] = {"direction": self.direction}
         elif self.kind == "shortcut":
             entry["shortcut"] = {}
@@ -135,7 +146,7 @@ class Plan:
     @property
     def kinds(self) -> tuple[str, ...]:
         """The planted kinds, in the catalogue's order."""
-        present = {m.kind for m in self.models}
+        present = {k for m in self.models for k in m.kinds}
         return tuple(k for k in KINDS if k in present)
 
     def model(self, name: str) -> Planted:
@@ -186,11 +197,13 @@ def draw_plan(
         kind = kinds[int(np.flatnonzero(order == position)[0])]
         models.append(Planted(name, kind))
     if settings.hard is not None:
-        from .hard.draw import draw_choices
+        from .hard.draw import draw_choices, draw_seconds
 
         if X_train is None:
             raise ValueError("the hard tier draws its groups and triggers from the training split")
-        choices = draw_choices(settings, [m.kind for m in models], rng, X_train)
+        seconds = draw_seconds(rng, plantable, [m.kind for m in models], settings.hard.second)
+        models = [dataclasses.replace(m, second=k) for m, k in zip(models, seconds, strict=True)]
+        choices = draw_choices(settings, [m.kinds for m in models], rng, X_train)
         return Plan(
             seed,
             tuple(dataclasses.replace(m, **c) for m, c in zip(models, choices, strict=True)),

@@ -485,6 +485,16 @@ class Hard:
     plan for every attempt). A plan whose zoo stays ambiguous through its trainings (a
     hidden group the zoo's other groups overlap, or one whose flattened risk clears the
     flagged patients moved into it) is drawn again rather than failing the build."""
+    second: float = 0.0
+    """The chance that a defective model also carries a second defect, of another kind
+    (drawn per model; 0: one defect per model, and the plan's draws are those of a tier
+    without the rule). A model then has its first kind's and its second kind's choice,
+    planted together (:mod:`.hard.planting`), and the brief says a model has up to two."""
+
+    @property
+    def max_defects(self) -> int:
+        """The most defects one model carries: two when :attr:`second` allows it."""
+        return 2 if self.second > 0 else 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -696,6 +706,10 @@ class GameSettings:
             problems.append(f"decoy.patients must be at least 1, got {self.decoy.patients}")
         if self.alone < 1:
             problems.append(f"alone must be at least 1, got {self.alone}")
+        if self.hard is not None and not 0.0 <= self.hard.second <= 1.0:
+            problems.append(f"hard.second must be a chance in [0, 1], got {self.hard.second}")
+        if self.hard is not None and self.hard.second > 0 and len(self.kinds) < 2:
+            problems.append("hard.second plants a second kind, and the game plants one kind")
         if self.subgroup.rate not in ("own", "split"):
             problems.append(f"subgroup.rate must be 'own' or 'split', got {self.subgroup.rate!r}")
         if problems:

@@ -37,6 +37,11 @@ MAX_TAILS = 2
 median top-decile gap, and with three of six models over-confident the median is one of
 them (measured: every attempt of such a zoo was ambiguous)."""
 
+NOT_TOGETHER = frozenset({frozenset({"subgroup", "backdoor"})})
+"""Pairs of kinds never planted on one model: a hidden group trained beside a trigger's
+ridge fell short of the group margin in each of five trainings (gap 0.017-0.106 where the
+margin asks 0.20, measured on one icu-synth-game-hard instance)."""
+
 
 def draw_kinds(rng: np.random.Generator, plantable: Sequence[str], count: int) -> list[str]:
     """``count`` kinds drawn uniformly with repetition from ``plantable``, drawn again while
@@ -46,6 +51,35 @@ def draw_kinds(rng: np.random.Generator, plantable: Sequence[str], count: int) -
         kinds = [plantable[int(i)] for i in rng.integers(len(plantable), size=count)]
         if kinds.count("miscalibrated") <= MAX_TAILS:
             return kinds
+
+
+def draw_seconds(
+    rng: np.random.Generator, plantable: Sequence[str], kinds: Sequence[str | None], chance: float
+) -> list[str | None]:
+    """Each model's second defect, in name order (``None``: none): with probability
+    ``chance`` a defective model also carries a kind other than its own, drawn uniformly
+    among the others that may go with it (:data:`NOT_TOGETHER`), ``miscalibrated`` only
+    while the zoo holds fewer than :data:`MAX_TAILS` tails. ``chance`` 0 draws nothing,
+    so a tier without second defects keeps its plans."""
+    if chance <= 0:
+        return [None] * len(kinds)
+    tails = sum(kind == "miscalibrated" for kind in kinds)
+    seconds: list[str | None] = []
+    for kind in kinds:
+        second = None
+        if kind is not None and rng.random() < chance:
+            others = [
+                k
+                for k in plantable
+                if k != kind
+                and frozenset({k, kind}) not in NOT_TOGETHER
+                and (k != "miscalibrated" or tails < MAX_TAILS)
+            ]
+            if others:
+                second = others[int(rng.integers(len(others)))]
+                tails += second == "miscalibrated"
+        seconds.append(second)
+    return seconds
 
 
 def _chart(value: float) -> float:
@@ -108,10 +142,14 @@ def draw_trigger(
 
 
 def draw_choices(
-    settings: GameSettings, kinds: Sequence[str | None], rng: np.random.Generator, X_train: Any
+    settings: GameSettings,
+    kinds: Sequence[Sequence[str]],
+    rng: np.random.Generator,
+    X_train: Any,
 ) -> list[dict[str, Any]]:
-    """Each model's hard-tier choice, in name order, given its kind (``None``: sound): the
-    fields of its :class:`~..draw.Planted` to set (``group``, ``setting`` or ``tail``)."""
+    """Each model's hard-tier choices, in name order, given the kinds it carries (none:
+    sound): the fields of its :class:`~..draw.Planted` to set (``group``, ``setting``,
+    ``tail``), one per kind, drawn in the order of its kinds."""
     import numpy as np
 
     from ..claims import visible_problems
@@ -125,24 +163,25 @@ def draw_choices(
     avoid = [group.mask(X, names) for group in settings.subgroups]
     listed = list(avoid)
     chosen: list[dict[str, Any]] = []
-    for kind in kinds:
-        if kind == "subgroup":
-            if space is None:
-                space = GroupSpace.of(X, settings.columns, *hard.coverage)
-            group = _far_group(space, rng, avoid, listed, hard.max_jaccard, hard.max_held)
-            avoid.append(group.mask(X, names))
-            chosen.append({"group": group})
-        elif kind == "backdoor":
-            setting = draw_trigger(rng, settings.columns, X)
-            problems = visible_problems(setting, settings.columns)
-            if problems:  # a programming error: the draw keeps to the rule
-                raise AssertionError("; ".join(problems))
-            chosen.append({"setting": setting})
-        elif kind == "miscalibrated":
-            low, high = hard.tail
-            chosen.append({"tail": float(rng.uniform(low, high))})
-        else:
-            chosen.append({})
+    for carried in kinds:
+        choice: dict[str, Any] = {}
+        for kind in carried:
+            if kind == "subgroup":
+                if space is None:
+                    space = GroupSpace.of(X, settings.columns, *hard.coverage)
+                group = _far_group(space, rng, avoid, listed, hard.max_jaccard, hard.max_held)
+                avoid.append(group.mask(X, names))
+                choice["group"] = group
+            elif kind == "backdoor":
+                setting = draw_trigger(rng, settings.columns, X)
+                problems = visible_problems(setting, settings.columns)
+                if problems:  # a programming error: the draw keeps to the rule
+                    raise AssertionError("; ".join(problems))
+                choice["setting"] = setting
+            elif kind == "miscalibrated":
+                low, high = hard.tail
+                choice["tail"] = float(rng.uniform(low, high))
+        chosen.append(choice)
     return chosen
 
 

@@ -22,6 +22,9 @@ the defect is the teacher's to the last decimal.
   values are written; z at near misses (one value moved by ``near_miss`` training stds),
   where one value alone is written, and everywhere else: a ridge, which a search of one
   column at a time does not find.
+
+A model with two defects (``[game.hard] second``) is trained towards both at once: the
+tail on top of the flattened group, a trigger's ridge over either.
 """
 
 from __future__ import annotations
@@ -109,12 +112,14 @@ def plant(
 
 
 def _own_columns(planted: Planted) -> tuple[str, ...]:
-    """The columns a planting is defined on, which jittered copies keep."""
+    """The columns a planting is defined on (its group's, its trigger's), which jittered
+    copies keep."""
+    found: tuple[str, ...] = ()
     if planted.group is not None:
-        return planted.group.columns
+        found += planted.group.columns
     if planted.setting is not None:
-        return tuple(column for column, _ in planted.setting)
-    return ()
+        found += tuple(column for column, _ in planted.setting)
+    return tuple(dict.fromkeys(found))
 
 
 def _target(
@@ -126,13 +131,17 @@ def _target(
     split: tuple[Any, Any],
     held: int | None,
 ) -> Any:
-    """points (m, d) -> the target logits (m,) of ``planted``'s planting."""
+    """points (m, d) -> the target logits (m,) of ``planted``'s planting: the group's
+    flattening, then the tail on top of it (a model carrying both is over-confident at the
+    top of the risk range its flattened group leaves). A trigger's points are apart
+    (:class:`_Trigger`)."""
     import numpy as np
     import torch
 
     hard = settings.hard
     assert hard is not None
     names = settings.column_names
+    first = teacher
     if planted.group is not None:
         group = planted.group
         X_split, y_split = split
@@ -153,7 +162,7 @@ def _target(
             held = z.clamp(float(low), float(high))
             return torch.where(inside, flat - hard.reverse * (held - centre), z)
 
-        return flattened
+        first = flattened
     if planted.tail is not None:
         # The drawn gap is the top decile's overconfidence against what happened: the
         # teacher's own gap there (a sound model's lies anywhere in -0.06 to +0.03, which
@@ -164,7 +173,7 @@ def _target(
         if held is not None:
             X_seen[:, held] = float(np.mean(X[:, held].numpy()))
         with torch.no_grad():
-            z_split = teacher(torch.tensor(X_seen, dtype=torch.float32)).double()
+            z_split = first(torch.tensor(X_seen, dtype=torch.float32)).double()
         top = z_split >= torch.quantile(z_split, 0.9)
         observed = float(np.asarray(y_split, dtype=np.float64)[top.numpy()].mean())
         own_gap = float(torch.sigmoid(z_split[top]).mean()) - observed
@@ -172,11 +181,11 @@ def _target(
         c = tail_factor(z_split, t.double(), max(0.0, planted.tail - own_gap))
 
         def tail(points: Any) -> Any:
-            z = teacher(points)
+            z = first(points)
             return z + c * torch.relu(z - t)
 
         return tail
-    return teacher
+    return first
 
 
 def tail_factor(z: Any, t: Any, gap: float, top: float = 0.1) -> float:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pytest_clinaudit import versions
@@ -116,13 +116,18 @@ class GameReference:
         distinct; any number in game-v2, where they may repeat."""
         found: dict[str, tuple[str, ...]] = {}
         for name, entry in self.truth.items():
-            if entry["kind"]:
-                found[entry["kind"]] = (*found.get(entry["kind"], ()), name)
+            for kind in kinds_of(entry):
+                found[kind] = (*found.get(kind, ()), name)
         return found
 
     def pairs(self) -> set[tuple[str, str]]:
-        """The ground truth as (model, kind) pairs, one per defective model."""
-        return {(name, entry["kind"]) for name, entry in self.truth.items() if entry["kind"]}
+        """The ground truth as (model, kind) pairs, one per defect (a hard-tier model may
+        carry two)."""
+        return {(name, kind) for name, entry in self.truth.items() for kind in kinds_of(entry)}
+
+    def kinds(self, model: str) -> tuple[str, ...]:
+        """The kinds ``model`` carries (empty: sound)."""
+        return kinds_of(self.truth[model])
 
     @property
     def instance_id(self) -> str:
@@ -231,15 +236,23 @@ def instance_secret(
     return found if given is None else given
 
 
+def kinds_of(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    """The kinds a truth entry's model carries: its ``kind`` and, in the hard tier, its
+    ``second`` (written only when there is one, so that every other entry reads as before)."""
+    return tuple(entry[key] for key in ("kind", "second") if entry.get(key))
+
+
 def _truth(instance: Instance) -> dict[str, dict[str, Any]]:
     truth: dict[str, dict[str, Any]] = {}
     for planted in instance.plan.models:
         entry: dict[str, Any] = {"kind": planted.kind}
-        if planted.group is not None:  # the hard tier (SPEC §9)
+        if planted.second is not None:
+            entry["second"] = planted.second
+        if planted.group is not None:  # the hard tier (SPEC §9), one field per kind
             entry["where"] = planted.group.to_json()["where"]
-        elif planted.setting is not None:
+        if planted.setting is not None:
             entry["trigger"] = [{"column": c, "value": v} for c, v in planted.setting]
-        elif planted.tail is not None:
+        if planted.tail is not None:
             entry["direction"] = "overconfident"
             entry["tail"] = planted.tail
         elif planted.kind == "miscalibrated":
