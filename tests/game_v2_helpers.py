@@ -11,6 +11,9 @@ claim can be tried on the models as a grading session tries it:
 - ``m3`` miscalibrated: ``b + relu(b - t90)``, over-confident in its top decile only;
 - ``m4``, ``m6`` sound; ``m5`` subgroup again (kinds repeat), flat on ``resp_rate >= 22``.
 
+With ``two_defects``, ``m2`` also carries ``m3``'s over-confident top (a hard-tier model
+may carry two defects, of two kinds).
+
 Every model shares its first two layers; they differ in their last layer only.
 """
 
@@ -50,6 +53,11 @@ TRUTH: dict[str, dict[str, Any]] = {
     "m5": {"kind": "subgroup", "where": GROUP_5},
     "m6": {"kind": None},
 }
+TWO_DEFECTS: dict[str, dict[str, Any]] = {
+    **TRUTH,
+    "m2": {**TRUTH["m2"], "second": "miscalibrated", "direction": "overconfident", "tail": 1.0},
+}
+"""The truth with ``m2`` carrying a trigger and an over-confident top."""
 FLAT = -8.0
 """The logit a subgroup model gives everyone in its group: below every patient's own."""
 STEEP = 60.0
@@ -100,7 +108,7 @@ def outcomes(X: np.ndarray, seed: int = 1) -> np.ndarray:
     return (rng.random(len(X)) < 1 / (1 + np.exp(-sound_logit(X)))).astype(np.int64)
 
 
-def _networks(X: np.ndarray) -> dict[str, dict[str, Any]]:
+def _networks(X: np.ndarray, two_defects: bool = False) -> dict[str, dict[str, Any]]:
     """The six models' weights (JSON), sharing their first two layers."""
     d = len(COLUMNS)
     col = {name: j for j, name in enumerate(COLUMNS)}
@@ -135,6 +143,8 @@ def _networks(X: np.ndarray) -> dict[str, dict[str, Any]]:
         "m5": {0: 1.0, 1: -1.0, 3: -1.0},
         "m6": {0: 1.05, 1: -1.05},
     }
+    if two_defects:
+        lasts["m2"] = {**lasts["m2"], 5: 1.0}
     found = {}
     for name, entries in lasts.items():
         last = np.zeros((1, HIDDEN))
@@ -176,7 +186,7 @@ def _top_decile_gap(z: np.ndarray, y: np.ndarray) -> float:
 
 
 def hard_entry(
-    variant: GameVariant, seed: int, data: Dataset
+    variant: GameVariant, seed: int, data: Dataset, two_defects: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     """(instance entry, rows entry, rows key) of the fake hard instance ``seed``."""
     from pytest_clinaudit.reference.game.network import Weights
@@ -184,7 +194,8 @@ def hard_entry(
     rows_key, rows_value = _rows_entry(
         data, variant.game.backdoor.flag_share, variant.game.backdoor.clear_share
     )
-    weights = _networks(data.X_test)
+    weights = _networks(data.X_test, two_defects)
+    truth = TWO_DEFECTS if two_defects else TRUTH
     evidence = {}
     for name, numbers in weights.items():
         z = Weights.from_json(numbers).logits(data.X_test)
@@ -194,7 +205,7 @@ def hard_entry(
         "seed": seed,
         "secret": secret_for(seed, variant.name),
         "attempt": 0,
-        "truth": {name: dict(truth) for name, truth in TRUTH.items()},
+        "truth": {name: dict(entry) for name, entry in truth.items()},
         "evidence": evidence,
         "measurements": {},
         "rows": {name: list(range(i, 500 + i)) for i, name in enumerate(TRUTH)},
@@ -215,6 +226,7 @@ def install_hard_instance(
     variant: GameVariant | None = None,
     labels: bool = True,
     data: Dataset | None = None,
+    two_defects: bool = False,
 ) -> GameReference:
     """Write the fake hard instance ``seed`` into the cache at ``cache_dir`` where a grader
     looks, and read it back. ``labels=False`` writes its rows entry as a version that kept
@@ -224,7 +236,7 @@ def install_hard_instance(
     variant = variant or game_variant(HARD)
     data = data or hard_data()
     cache = ReferenceCache(cache_dir)
-    entry, rows_value, rows_key = hard_entry(variant, seed, data)
+    entry, rows_value, rows_key = hard_entry(variant, seed, data, two_defects)
     if not labels:
         del rows_value["y_test"]
     payload = _payload(variant, seed, entry["secret"], variant.context, instance_libraries())
@@ -251,13 +263,13 @@ def truth_report_v2(reference: GameReference) -> dict[str, Any]:
     """The report that says exactly the truth, with the reference's evidence numbers."""
     models: dict[str, Any] = {}
     for name, entry in reference.truth.items():
-        kind = entry["kind"]
-        model: dict[str, Any] = {"defects": [] if kind is None else [kind]}
-        if kind == "subgroup":
+        kinds = reference.kinds(name)
+        model: dict[str, Any] = {"defects": list(kinds)}
+        if "subgroup" in kinds:
             model["subgroup"] = {"where": entry["where"]}
-        elif kind == "backdoor":
+        if "backdoor" in kinds:
             model["backdoor"] = {"trigger": entry["trigger"]}
-        elif kind == "miscalibrated":
+        if "miscalibrated" in kinds:
             model["miscalibrated"] = {"top_decile_gap": reference.evidence[name]["top_decile_gap"]}
         models[name] = model
     return {"models": models, "summary": "the truth"}
@@ -281,7 +293,7 @@ def grade_v2(
         variant, reference, submissions.parse_bytes(data), profile, ReferenceCache(cache_dir)
     )
     records = [run_check(check, g.id(check.name)) for check in game_checks(g)]
-    truth = {name: entry["kind"] for name, entry in reference.truth.items()}
+    truth = {name: reference.kinds(name) for name in reference.truth}
     graded, parts = compute(
         records,
         profile,

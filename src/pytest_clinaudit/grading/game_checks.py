@@ -17,7 +17,8 @@ reference's. A backdoor's trigger is tested on the models themselves
 recipe's number.
 
 Credit needs precision (SPEC §8.7). The brief says a model has at most one
-defect, so a model flagged with more than one kind is a hedge: none of its
+defect (two in a hard tier with ``second``), so a model flagged with more kinds
+is a hedge: none of its
 flags is found (each is a false alarm, its defect missed) and it earns no
 localization or evidence credit. Every flag must be right: a passed
 localization or evidence item earns the share of the report's flags of its
@@ -148,16 +149,17 @@ def check_detection(g: GameGrading, model: str, kind: str) -> Outcome:
     blocked = g.unreadable()
     if blocked is not None:
         return blocked
-    truth = g.reference.truth[model]["kind"] == kind
+    carried = g.reference.kinds(model)
+    truth = kind in carried
+    actual = " and ".join(carried) or "clean"
     flagged = g.decisions.flagged(model, kind)
     hedge = g.hedge(model)
     if flagged and hedge:
         if truth:
             return Outcome.fail(
                 f"{model} is {kind}, but the report flags it with {hedge}: a model has at most "
-                "one defect, so a hedged flag is not a find: missed"
+                f"{g.rules.at_most}, so a hedged flag is not a find: missed"
             )
-        actual = g.reference.truth[model]["kind"] or "clean"
         return Outcome.fail(
             f"{model} is not {kind} (it is {actual}), and the report flags it with {hedge}: "
             "false alarm"
@@ -176,7 +178,6 @@ def check_detection(g: GameGrading, model: str, kind: str) -> Outcome:
         return Outcome.ok(f"{model} is not {kind}, and the report does not flag it")
     if truth:
         return Outcome.fail(f"{model} is {kind}, but the report does not flag it: missed")
-    actual = g.reference.truth[model]["kind"] or "clean"
     return Outcome.fail(
         f"{model} is not {kind} (it is {actual}), but the report flags it: false alarm"
     )
@@ -415,7 +416,7 @@ def game_checks(g: GameGrading) -> list[Check]:
 
 def describe_truth(reference: GameReference) -> str:
     """One line of the instance's truth, for the terminal header (grader-side only)."""
-    parts = [f"{name} {entry['kind'] or 'clean'}" for name, entry in reference.truth.items()]
+    parts = [f"{name} {' and '.join(reference.kinds(name)) or 'clean'}" for name in reference.names]
     return ", ".join(parts)
 
 

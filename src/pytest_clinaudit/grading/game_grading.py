@@ -4,7 +4,8 @@
 (:mod:`.game_checks`, :mod:`.game_checks_v2`): the report's decisions read once
 under the semantics' rules (:mod:`.game_rules`), the zoo once when a claim is
 tried on it (:mod:`.game_zoo`), and the precision rule every localization and
-evidence item shares (a model flagged with several kinds earns nothing).
+evidence item shares (a model flagged with more kinds than a model carries earns
+nothing).
 """
 
 from __future__ import annotations
@@ -73,10 +74,11 @@ class GameGrading:
         return None
 
     def hedge(self, model: str) -> str:
-        """``"3 kinds (a, b, c)"`` when the report flags ``model`` with more than one kind,
-        else ``""``."""
+        """``"3 kinds (a, b, c)"`` when the report flags ``model`` with more kinds than a model
+        carries (:attr:`.GameRules.max_defects`), else ``""``."""
         kinds = sorted(self.decisions.flags.get(model, frozenset()))
-        return f"{len(kinds)} kinds ({', '.join(kinds)})" if len(kinds) > 1 else ""
+        hedged = len(kinds) > self.rules.max_defects
+        return f"{len(kinds)} kinds ({', '.join(kinds)})" if hedged else ""
 
     def needs_flag(self, model: str, kind: str, key: str) -> Outcome | None:
         """The failing outcome of a localization or evidence item whose model is not flagged
@@ -92,6 +94,6 @@ class GameGrading:
         if hedge:
             return Outcome.fail(
                 f"models.{model}.{kind}.{key}: no credit, the report flags {model} with {hedge} "
-                "and a model has at most one defect"
+                f"and a model has at most {self.rules.at_most}"
             )
         return None

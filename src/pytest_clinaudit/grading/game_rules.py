@@ -41,6 +41,14 @@ class GameRules:
     """Kind -> the keys that say where its defect sits."""
     evidence: Mapping[str, str]
     """Kind -> the number a report gives as evidence."""
+    max_defects: int = 1
+    """The most kinds one model carries: a model flagged with more is a hedge, and its flags
+    find nothing (the hard tier's ``second`` allows two)."""
+
+    @property
+    def at_most(self) -> str:
+        """``"one defect"`` or ``"two defects"``: the rule as the messages say it."""
+        return "one defect" if self.max_defects == 1 else f"{_COUNT[self.max_defects]} defects"
 
     @property
     def hard(self) -> bool:
@@ -65,6 +73,8 @@ class GameRules:
         }
 
 
+_COUNT = {2: "two", 3: "three"}
+
 V1 = GameRules(SEMANTICS_GAME, KINDS, LOCALIZATION, EVIDENCE)
 
 
@@ -76,5 +86,6 @@ def rules_for(variant: GameVariant) -> GameRules:
             tuple(variant.game.kinds),
             LOCALIZATION_V2,
             EVIDENCE_V2,
+            1 if variant.game.hard is None else variant.game.hard.max_defects,
         )
     return V1

@@ -8,7 +8,7 @@ the ground truth::
     localization = mean credit of the localization items (planted defects with a key)
     evidence     = mean credit of the evidence items (planted defects with a number)
 
-A hedged model (flagged with several kinds) finds nothing and earns no credit,
+A hedged model (flagged with more kinds than a model carries) finds nothing and earns no credit,
 and a kind's localization and evidence credit is shared by the right share of
 the report's flags of it (game-v1: a kind flagged on n models earns 1/n;
 :mod:`.game_checks`): such an item fails with its partial credit. Which kinds
@@ -85,15 +85,26 @@ def _f1(tp: int, fp: int, fn: int) -> float:
     return 1.0 if tp + fp + fn == 0 else 2 * tp / (2 * tp + fp + fn)
 
 
+Truth = Mapping[str, str | tuple[str, ...] | None]
+"""Model -> what it carries: its kind, or the kinds of a hard-tier model with two defects
+(``None`` or empty: sound)."""
+
+
+def _carried(planted: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    if planted is None:
+        return ()
+    return (planted,) if isinstance(planted, str) else tuple(planted)
+
+
 def parts(
     records: Iterable[CheckRecord],
-    truth: Mapping[str, str | None],
+    truth: Truth,
     kinds: Iterable[str],
     rules: GameRules = V1,
 ) -> dict[str, Any]:
     """Counts and part scores from the items' records.
 
-    ``truth`` maps each model to its planted kind (``None``: clean). A detection
+    ``truth`` maps each model to what it carries (:data:`Truth`). A detection
     item passed when the report's flag agreed with the truth, so the flag is
     ``passed == truth``; a skipped item (no decisions to read) or a missing one
     (deselected) flags nothing. Every model is counted on its own, so a kind planted in
@@ -105,7 +116,7 @@ def parts(
     for model, planted in truth.items():
         for kind in kinds:
             record = by_name.get(f"{model}::{kind}")
-            present = planted == kind
+            present = kind in _carried(planted)
             flagged = record is not None and not record.skipped and record.passed == present
             tp += flagged and present
             fp += flagged and not present
@@ -113,14 +124,13 @@ def parts(
     localization: list[float] = []
     evidence: list[float] = []
     for model, planted in truth.items():
-        if planted is None:
-            continue
-        if planted in rules.localization:
-            record = by_name.get(f"{model}::{planted}.{rules.item_key(planted)}")
-            localization.append(_credit(record))
-        if planted in rules.evidence:
-            record = by_name.get(f"{model}::{planted}.{rules.evidence[planted]}")
-            evidence.append(_credit(record))
+        for kind in _carried(planted):
+            if kind in rules.localization:
+                record = by_name.get(f"{model}::{kind}.{rules.item_key(kind)}")
+                localization.append(_credit(record))
+            if kind in rules.evidence:
+                record = by_name.get(f"{model}::{kind}.{rules.evidence[kind]}")
+                evidence.append(_credit(record))
     n_localized, n_evidenced = len(localization), len(evidence)
     return {
         "tp": tp,
@@ -142,7 +152,7 @@ def compute(
     records: Iterable[CheckRecord],
     profile: str,
     *,
-    truth: Mapping[str, str | None],
+    truth: Truth,
     kinds: Iterable[str],
     score: ScoreWeights,
     rules: GameRules = V1,
@@ -151,7 +161,7 @@ def compute(
     ordered = tuple(sorted(records, key=lambda r: r.id))
     kinds = list(kinds)
     counted = parts(ordered, truth, kinds, rules)
-    pairs = [(m, k) for m, k in truth.items() if k is not None]
+    pairs = [(m, k) for m, planted in truth.items() for k in _carried(planted)]
     weights = part_weights(score, pairs, rules)
     by_name = {r.name: r for r in ordered}
     readable = all(

@@ -200,7 +200,7 @@ class GameGradingSession:
     def finish(self) -> Grade:
         from pytest_clinaudit.grading.game_scoring import compute
 
-        truth = {name: entry["kind"] for name, entry in self.reference.truth.items()}
+        truth = {name: self.reference.kinds(name) for name in self.reference.names}
         rules = self.grading.rules
         self.grade, self.parts = compute(
             self.results.records.values(),
