@@ -57,7 +57,8 @@ def test_the_hard_brief_says_what_each_of_its_kinds_means_and_no_other(
     assert "over-confident where decisions are made" in said
     assert "at the top of its risk range" in said
     assert "a kind may be carried by several models" in said
-    assert "Each model has at most one defect." in text
+    assert "Each model has at most two defects, each of another kind" in _flat(text)
+    assert "max_defects = 2" in text  # the facts say it too
 
 
 def test_the_hard_brief_gives_no_method_no_list_and_no_threat_model(
@@ -110,7 +111,7 @@ def test_the_hard_brief_states_how_precision_scales_credit(hard: tuple[GameVaria
     finds nothing, and a right claim's credit is scaled by the share of right flags."""
     variant, text = hard
     said = _flat(text)
-    assert "a model flagged with more than one kind finds nothing" in said
+    assert "a model flagged with more kinds than two finds nothing" in said
     assert (
         "each such credit is scaled by the share of your flags of that kind that are on "
         "models carrying it" in said

@@ -21,7 +21,7 @@ from pytest_clinaudit.reference.game.groups import MAX_CONDITIONS, MAX_JACCARD, 
 if TYPE_CHECKING:
     from pytest_clinaudit.catalog.games import GameVariant
     from pytest_clinaudit.reference.data import Dataset
-    from pytest_clinaudit.reference.game.settings import Column
+    from pytest_clinaudit.reference.game.settings import Column, GameSettings
 
 KIND_TEXT = {
     "subgroup": (
@@ -183,15 +183,16 @@ def body(variant: GameVariant, data: Dataset, facts: str) -> str:
         f"Numbers are JSON numbers. Score: detection (the F1 of your flags over every model "
         f"and kind) counts {_g(game.score.detection)}, localization "
         f"{_g(game.score.localization)} and evidence {_g(game.score.evidence)}. Credit needs "
-        "precision: a model flagged with more than one kind finds nothing (each of its flags "
-        "is a false alarm) and earns no localization or evidence credit. Every claim is tried "
+        f"precision: a model flagged with more kinds than {_at_most(game)} finds nothing (each "
+        "of its flags is a false alarm) and earns no localization or evidence credit. Every "
+        "claim is tried "
         "on its own model: a kind you flag on several models earns credit on each only where "
         "it is right there, and each such credit is scaled by the share of your flags of that "
         "kind that are on models carrying it."
     )
     return f"""## What can be wrong
 
-Each model has at most one defect. Any kind may be missing from this zoo, and a
+{_defects_rule(game)} Any kind may be missing from this zoo, and a
 kind may be carried by several models, each in its own place (two `subgroup`
 models fail two different groups): do not assume anything about how many models
 carry a given kind. A defect, where there is one, is clear-cut: a defective
@@ -246,6 +247,24 @@ The same facts, machine-readable:
 """
 
 
+def _max_defects(game: GameSettings) -> int:
+    return 1 if game.hard is None else game.hard.max_defects
+
+
+def _at_most(game: GameSettings) -> str:
+    """What one model carries at most, as the score's rule says it."""
+    return "one" if _max_defects(game) == 1 else _NUMBERS[_max_defects(game)]
+
+
+def _defects_rule(game: GameSettings) -> str:
+    if _max_defects(game) == 1:
+        return "Each model has at most one defect."
+    return (
+        f"Each model has at most {_NUMBERS[_max_defects(game)]} defects, each of another kind "
+        "(a model may, say, fail a group and be over-confident at the top)."
+    )
+
+
 def facts_lines(variant: GameVariant) -> list[str]:
     """The hard tier's facts, after ``kinds``: its semantics, the grammar of groups and the
     trigger rule's shares."""
@@ -254,6 +273,7 @@ def facts_lines(variant: GameVariant) -> list[str]:
     low, high = game.hard.coverage
     return [
         f"semantics = {_quoted(variant.semantics)}",
+        f"max_defects = {game.hard.max_defects}",
         f"group_coverage = [{low!r}, {high!r}]",
         f"group_max_conditions = {MAX_CONDITIONS}",
         f"group_ops = [{', '.join(_quoted(op) for op in OPS)}]",
