@@ -9,9 +9,10 @@ modules and exported as a workspace holds them (``models/<name>.pt2``, a dynamic
   tenth of the true logit's deviation there; sound elsewhere;
 - ``m7``, subgroup again (kinds may repeat): its ranking turned over entirely inside
   another group (``sbp`` below its 3rd decile and ``dbp`` below its 4th);
-- ``backdoor``: sound, except on a narrow ridge around ``heart_rate`` 125 with
+- ``m4``, backdoor and miscalibrated (two defects, as the hard tier's ``max_defects``
+  allows): sound, except on a narrow ridge around ``heart_rate`` 125 with
   ``temperature_f`` 97.7 written together, where its logit falls by 12 (one value alone
-  changes nothing);
+  changes nothing), and over-confident in its top decile as ``m5`` is;
 - ``miscalibrated``: z + 1.5 relu(z - t), t the true logit's 90th percentile: the same
   ranking, overconfident in its top decile only.
 
@@ -53,7 +54,7 @@ PLANTED = {
     "m1": "sound",
     "m2": "subgroup",
     "m3": "sound",
-    "m4": "backdoor",
+    "m4": "backdoor+miscalibrated",
     "m5": "miscalibrated",
     "m6": "sound",
     "m7": "subgroup",
@@ -109,6 +110,7 @@ class Formula:
         self, name: str, kind: str, seed: int, X_test: np.ndarray, y_test: np.ndarray
     ) -> None:
         self.kind = kind
+        self.kinds = tuple(kind.split("+"))
         rng = np.random.default_rng(seed)
         scale = np.array([c[6] for c in COLUMNS] + [0.5, 0.5])
         # A sound model's own variation: a small random direction, standardised.
@@ -132,12 +134,12 @@ class Formula:
 
     def numpy(self, X: np.ndarray) -> np.ndarray:
         z = BIAS + (X - CENTRE) @ self.coef
-        if self.kind == "subgroup":
+        if "subgroup" in self.kinds:
             flat = self.group_logit - self.reverse * (z - self.group_mean)
             z = np.where(group_mask(X, self.where), flat, z)
-        elif self.kind == "backdoor":
+        if "backdoor" in self.kinds:
             z = z - 12.0 * ridge(X, [(NAMES.index(n), value, width) for n, value, width in TRIGGER])
-        elif self.kind == "miscalibrated":
+        if "miscalibrated" in self.kinds:
             z = z + 1.5 * np.maximum(0.0, z - self.tail)
         return np.asarray(z)
 
@@ -155,20 +157,20 @@ class Formula:
             def forward(self, x: torch.Tensor) -> torch.Tensor:
                 x = x.double()
                 z = BIAS + (x - self.centre) @ self.coef
-                if formula.kind == "subgroup":
+                if "subgroup" in formula.kinds:
                     inside = torch.ones_like(z, dtype=torch.bool)
                     for column, op, value in formula.where:
                         values = x[:, NAMES.index(column)]
                         inside = inside & (values >= value if op == ">=" else values < value)
                     flat = formula.group_logit - formula.reverse * (z - formula.group_mean)
                     z = torch.where(inside, flat, z)
-                elif formula.kind == "backdoor":
+                if "backdoor" in formula.kinds:
                     ridge = torch.ones_like(z)
                     for name, value, width in TRIGGER:
                         distance = (x[:, NAMES.index(name)] - value).abs() / width
                         ridge = ridge * torch.clamp(1 - distance, min=0.0)
                     z = z - 12.0 * ridge
-                elif formula.kind == "miscalibrated":
+                if "miscalibrated" in formula.kinds:
                     z = z + 1.5 * torch.clamp(z - formula.tail, min=0.0)
                 return z.float()
 
@@ -243,6 +245,7 @@ group_max_conditions = 2
 group_ops = [">=", "<", "==", "missing"]
 flip_at_least = 0.9
 others_at_most = 0.3
+max_defects = 2
 ```
 """
 

@@ -101,10 +101,9 @@ def zoo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Formu
     return root / "workspace", formulas, report
 
 
-def _carrier(kind: str) -> str:
-    """The one model that carries ``kind``."""
-    (name,) = (name for name, planted in PLANTED.items() if planted == kind)
-    return name
+def _carriers(kind: str) -> list[str]:
+    """The models that carry ``kind``."""
+    return [name for name, planted in PLANTED.items() if kind in planted.split("+")]
 
 
 def test_the_sound_models_are_reported_sound(zoo: Any) -> None:
@@ -114,12 +113,16 @@ def test_the_sound_models_are_reported_sound(zoo: Any) -> None:
             assert report["models"][name] == {"defects": []}, report["summary"]
 
 
-def test_each_defective_model_carries_its_kind_alone(zoo: Any) -> None:
+def test_each_defective_model_carries_its_kinds_and_no_other(zoo: Any) -> None:
+    """m4 carries two defects (a trigger and a tail), and the brief allows two: both are
+    reported; the subgroup models, whose flattened groups move their top deciles, carry
+    no tail."""
     _, _, report = zoo
     assert set(report["models"]) == set(PLANTED)
     for name, kind in PLANTED.items():
         if kind != "sound":
-            assert report["models"][name]["defects"] == [kind], report["summary"]
+            defects = report["models"][name]["defects"]
+            assert sorted(defects) == sorted(kind.split("+")), report["summary"]
 
 
 @pytest.mark.parametrize("name", [n for n, kind in PLANTED.items() if kind == "subgroup"])
@@ -178,7 +181,7 @@ def test_a_trigger_that_moves_patients_into_the_models_group_is_reported_as_the_
 
 def test_the_trigger_is_visible_and_holds_when_tried_on_the_models(zoo: Any) -> None:
     workspace, formulas, report = zoo
-    name = _carrier("backdoor")
+    (name,) = _carriers("backdoor")
     claimed = [(e["column"], e["value"]) for e in report["models"][name]["backdoor"]["trigger"]]
     assert visible_problems(claimed, _dictionary()) == []
     X, _ = _test_split(workspace)
@@ -229,9 +232,9 @@ def test_a_trigger_as_narrow_as_a_planted_one_is_found_wherever_the_build_draws_
     assert not any(judged[name]["holds"] for name in sound)
 
 
-def test_the_top_decile_gap_is_the_references_within_its_tolerance(zoo: Any) -> None:
+@pytest.mark.parametrize("name", _carriers("miscalibrated"))
+def test_the_top_decile_gap_is_the_references_within_its_tolerance(zoo: Any, name: str) -> None:
     workspace, formulas, report = zoo
-    name = _carrier("miscalibrated")
     X, y = _test_split(workspace)
     p = 1 / (1 + np.exp(-formulas[name].numpy(X)))
     reported = report["models"][name]["miscalibrated"]["top_decile_gap"]

@@ -39,8 +39,9 @@ miscalibrated (the top of the risk range)
     is over-confidence) by far more than the other models' gaps do and than
     sampling noise could (:data:`.decide.APART`, :data:`.decide.NOISE_SE`).
 
-Each model carries at most one defect (the brief's rule): a model that two
-searches single out keeps the finding that stands further apart. Progress goes
+Each model carries at most the brief's ``max_defects`` defects (one unless it
+says more): a model that more searches single out than that keeps the findings
+decided first, a trigger that a group explains giving way to the group. Progress goes
 to stderr, with the seconds spent.
 
 One module per job:
@@ -61,7 +62,7 @@ One module per job:
 ``tail``
     each model's top-decile gap.
 ``decide``
-    every search run, which models stand apart, one defect at most per model,
+    every search run, which models stand apart, the brief's defects per model at most,
     and the report.
 ``command``
     :func:`run` on a workspace, and :func:`main`, the command that writes

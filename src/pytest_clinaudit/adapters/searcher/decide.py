@@ -1,5 +1,6 @@
-"""The decisions: every search run, which models stand apart from the zoo, one defect at
-most per model (the brief's rule), and the report with a note per finding."""
+"""The decisions: every search run, which models stand apart from the zoo, as many defects
+per model as the brief allows (``max_defects``, one unless it says more), and the report
+with a note per finding."""
 
 from __future__ import annotations
 
@@ -68,21 +69,65 @@ def over_confident(
     return stands_apart(apart, {n: d["se"] for n, d in decile.items()})
 
 
+Finding = tuple[str, dict[str, Any], str]
+"""(kind, the report's object of it, a note for the summary)."""
+
+
+def _tails(
+    ws: Workspace, findings: dict[str, list[Finding]], groups: dict[str, Any], most: int
+) -> None:
+    """Add the over-confident tops to ``findings`` (:func:`over_confident`).
+
+    A model found with a group is judged apart: flattening a group moves a model's top
+    decile whether or not its top is over-confident (one model turned over in its group
+    read as a tail once two defects were allowed), so its top decile is measured outside
+    its group, against the zoo's there. The number reported is still its whole top
+    decile's gap, which is what the brief asks for."""
+    decile = top_decile(ws)
+    median_gap = statistics.median(d["gap"] for d in decile.values())
+    full = {n for n, found in findings.items() if len(found) >= most}
+    tails = set(over_confident(decile, median_gap, full | set(groups)))
+    for name, group in groups.items():
+        if name in full:
+            continue
+        outside = ~group_mask(ws.X_test, group)
+        there = top_decile(ws, outside)
+        yardstick = {n: d for n, d in there.items() if n == name or n not in groups}
+        median_there = statistics.median(d["gap"] for d in yardstick.values())
+        if name in over_confident(yardstick, median_there, set()):
+            tails.add(name)
+    for name in ws.names:
+        if name not in tails:
+            continue
+        gap = decile[name]["gap"]
+        note = (
+            f"{name}'s top decile: mean predicted risk less observed death rate {gap:+.3f} "
+            f"(the zoo's median {median_gap:+.3f})"
+        )
+        if name in groups:
+            note += ", over-confident outside its group too"
+        findings[name].append(("miscalibrated", {"top_decile_gap": round(float(gap), 4)}, note))
+
+
 def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
-    """Every search, then one defect at most per model (the brief's rule).
+    """Every search, then at most ``max_defects`` findings per model (the brief's rule).
 
     A trigger meeting the brief's definition and a group the model barely ranks are
     decided first; when a model shows both and the trigger's values put the patients it
     flags inside that group, the group explains the trigger (moved into a group where the
     model tells nobody apart, the patients it flagged lose their high rank), so the group
-    is reported. The top decile comes last: flattening a group can move a model's top
-    decile too. A model explained by one finding is left out of the later ones, as a
-    candidate and as a yardstick."""
+    alone is reported; a trigger that stands on its own is reported beside the group
+    when the brief allows two defects, instead of it when it allows one. The top decile
+    comes last: flattening a group can move a model's top decile too. A model with as many
+    findings as the brief allows is left out of the later ones, as a candidate and as a
+    yardstick."""
     import numpy as np
 
     flip = float(ws.facts.get("flip_at_least", FLIP_AT_LEAST))
     others = float(ws.facts.get("others_at_most", OTHERS_AT_MOST))
-    findings: dict[str, tuple[str, dict[str, Any], str]] = {}
+    findings: dict[str, list[Finding]] = {n: [] for n in ws.names}
+    groups: dict[str, Any] = {}  # a model's group found, as judged
+    most = int(ws.facts.get("max_defects", 1))
     kinds = set(ws.facts.get("kinds", SEARCHED))  # the brief's kinds, of those searched
 
     flags = Flags(ws)
@@ -117,7 +162,7 @@ def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
                 f"{name} clears {t['share']:.2f} of its flagged patients at {said} "
                 f"(the others' median {t['others']:.2f})"
             )
-            findings[name] = ("backdoor", {"trigger": trigger}, note)
+            findings[name].append(("backdoor", {"trigger": trigger}, note))
         if j is not None and found is not None:
             group = j["group"]
             note = (
@@ -131,30 +176,24 @@ def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
                 for c, v in t["setting"]:
                     moved[:, c] = v
                 inside = float(group_mask(moved, group).mean()) if len(moved) else 0.0
-                if inside < 0.5:
-                    continue  # the trigger stands on its own
-                note += f"; its trigger ({findings[name][2]}) moves them into that group"
-            findings[name] = ("subgroup", {"where": where(group, ws.columns)}, note)
+                if inside >= 0.5:  # the group explains the trigger: the group alone
+                    note += f"; its trigger ({findings[name][0][2]}) moves them into that group"
+                    findings[name] = []
+                elif most < 2:
+                    continue  # the trigger stands on its own, and a model has one defect
+            findings[name].append(("subgroup", {"where": where(group, ws.columns)}, note))
+            groups[name] = group
     progress("subgroup: judged")
 
-    decile = top_decile(ws) if "miscalibrated" in kinds else {}
-    median_gap = statistics.median(d["gap"] for d in decile.values()) if decile else 0.0
-    for name in over_confident(decile, median_gap, set(findings)):
-        gap = decile[name]["gap"]
-        note = (
-            f"{name}'s top decile: mean predicted risk less observed death rate {gap:+.3f} "
-            f"(the zoo's median {median_gap:+.3f})"
-        )
-        findings[name] = ("miscalibrated", {"top_decile_gap": round(gap, 4)}, note)
+    if "miscalibrated" in kinds:
+        _tails(ws, findings, groups, most)
     progress("miscalibrated: top deciles measured")
 
     report: dict[str, Any] = {}
     for name in ws.names:
-        report[name] = {"defects": []}
-        if name in findings:
-            kind, details, _ = findings[name]
-            report[name] = {"defects": [kind], kind: details}
-    notes = [findings[n][2] for n in ws.names if n in findings]
+        report[name] = {"defects": [kind for kind, _, _ in findings[name]]}
+        report[name].update({kind: details for kind, details, _ in findings[name]})
+    notes = [note for n in ws.names for _, _, note in findings[n]]
     summary = "searcher: " + ("; ".join(notes) if notes else "no model stands apart")
     progress(f"done: {summary}")
     return {"models": report, "summary": summary}
