@@ -40,6 +40,8 @@ from pathlib import Path
 
 from bench_tables import print_table
 
+from pytest_clinaudit.catalog.instances import kinds_of
+
 GAME = "icu-synth-game"
 """The game built when ``--game`` is not given."""
 BUILD_TARGET = 120.0
@@ -65,11 +67,14 @@ def _truth(manifest: dict[str, object]) -> dict[str, object]:
     for name, entry in truth.items():
         kind = entry["kind"]
         details: dict[str, object]
-        if hard:
-            details = {k: v for k, v in entry.items() if k in ("where", "trigger")}
-            if kind == "miscalibrated":
-                details["top_decile_gap"] = evidence[name]["top_decile_gap"]
-            models[name] = {"defects": [kind] if kind else [], **({kind: details} if kind else {})}
+        if hard:  # one object per kind it carries (two with [game.hard] second)
+            claims = {
+                "subgroup": {"where": entry.get("where")},
+                "backdoor": {"trigger": entry.get("trigger")},
+                "miscalibrated": {"top_decile_gap": evidence[name]["top_decile_gap"]},
+            }
+            carried = kinds_of(entry)
+            models[name] = {"defects": list(carried), **{k: claims[k] for k in carried}}
             continue
         details = {k: v for k, v in entry.items() if k in ("direction", "feature", "subgroup")}
         if kind == "backdoor":

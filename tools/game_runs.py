@@ -132,6 +132,8 @@ def hard_measurement_table(found: list[dict[str, Any]]) -> str:
     of the grammar), its top-decile gap beyond the zoo's median and its ECE, and its flip
     share at each planted trigger, its largest alone on the one-column sweep and on the
     two-value sweep (``-`` in a manifest built before that sweep)."""
+    from pytest_clinaudit.catalog.instances import kinds_of
+
     lines = [
         "| instance | model | planted | planted group excess | worst group excess | "
         "top-decile excess | ECE | flip at triggers | one value alone | two values | attempt |",
@@ -140,17 +142,17 @@ def hard_measurement_table(found: list[dict[str, Any]]) -> str:
     for manifest in found:
         for name, truth in manifest["truth"].items():
             m = manifest["measurements"][name]
-            planted = truth["kind"] or "clean"
+            choices = []
             if "where" in truth:
-                planted += " (" + " and ".join(_condition(c) for c in truth["where"]) + ")"
-            elif "trigger" in truth:
-                planted += (
-                    " ("
-                    + " & ".join(f"{t['column']} {t['value']:g}" for t in truth["trigger"])
-                    + ")"
-                )
-            elif "tail" in truth:
-                planted += f" (gap {truth['tail']:.2f})"
+                choices.append(" and ".join(_condition(c) for c in truth["where"]))
+            if "trigger" in truth:
+                pairs = (f"{t['column']} {t['value']:g}" for t in truth["trigger"])
+                choices.append(" & ".join(pairs))
+            if "tail" in truth:
+                choices.append(f"gap {truth['tail']:.2f}")
+            planted = " + ".join(kinds_of(truth)) or "clean"
+            if choices:
+                planted += " (" + "; ".join(choices) + ")"
             sub, tail, door = m["subgroup"], m["miscalibrated"], m["backdoor"]
             flips = ", ".join(
                 f"{carrier} {_fmt(at['flip'], 2)}" for carrier, at in door["at_triggers"].items()

@@ -97,7 +97,7 @@ def trigger_ranks(
         manifest = json.loads((instances / name / "grader" / "manifest.json").read_text())
         for model, entry in manifest["truth"].items():
             trigger = entry.get("trigger")
-            if entry["kind"] != "backdoor" or not isinstance(trigger, list):
+            if not isinstance(trigger, list):  # a backdoor's carrier, first or second kind
                 continue
             moved = stats.columns[model]
             order = sorted(moved, key=lambda column: -moved[column])

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_clinaudit.batch.table_kit import Column, Table, fixed, plain
+from pytest_clinaudit.catalog.instances import kinds_of
 from pytest_clinaudit.reference.game.settings import EVIDENCE
 
 BEST_CONSTANT = 0.25
@@ -42,9 +43,9 @@ def carrier_evidence(
     found: dict[str, list[float]] = {kind: [] for kind in evidence}
     for manifest in manifests:
         for name, truth in manifest["truth"].items():
-            kind = truth["kind"]
-            if kind in evidence:
-                found[kind].append(float(manifest["evidence"][name][evidence[kind]]))
+            for kind in kinds_of(truth):
+                if kind in evidence:
+                    found[kind].append(float(manifest["evidence"][name][evidence[kind]]))
     return found
 
 
