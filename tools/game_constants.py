@@ -7,7 +7,8 @@ hard tier (game-v2) the reports tried are, for each kind, every model flagged wi
 and one constant claim (a top-decile gap from a grid over the plausible range and,
 chosen with hindsight, each gap whose window of credit starts at a planted tail's
 reference; the brief's example group; the brief's example trigger), and every model
-flagged with every kind. For game-v1, every kind on every model. They are graded by ``clinaudit
+flagged with every kind, or with each pair of kinds (a hard tier's model may carry two).
+For game-v1, every kind on every model. They are graded by ``clinaudit
 grade-many`` and ``clinaudit report`` prints the agents' table; the largest mean is the
 best constant report, against the target (0.1 in the hard tier).
 
@@ -18,6 +19,7 @@ beside ``<variant>-<seed>/workspace``); every instance in it is graded.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -40,6 +42,7 @@ def hindsight_gaps(manifests: list[dict[str, Any]]) -> list[float]:
     """The constant gaps a report chosen with hindsight over these instances would try: for
     each planted tail, the gap whose window of credit starts at its reference (every
     window that credits the most tails can be moved until its lower end meets one)."""
+    from pytest_clinaudit.catalog.instances import kinds_of
     from pytest_clinaudit.catalog.variants import default_catalog
 
     gaps = set()
@@ -49,7 +52,7 @@ def hindsight_gaps(manifests: list[dict[str, Any]]) -> list[float]:
         if tolerance is None or tolerance.top_decile_gap is None:
             continue
         for name, truth in manifest["truth"].items():
-            if truth.get("kind") == "miscalibrated" or "miscalibrated" in truth.get("kinds", []):
+            if "miscalibrated" in kinds_of(truth):
                 reference = manifest["evidence"][name]["top_decile_gap"]
                 # just inside the window: a float at its very edge may round out of it
                 gaps.add(round(reference + 0.999 * tolerance.top_decile_gap, 6))
@@ -78,14 +81,17 @@ def constant_reports(
     reports["constant-backdoor"] = every(
         {"defects": ["backdoor"], "backdoor": {"trigger": TRIGGER}}
     )
-    reports["constant-all"] = every(
-        {
-            "defects": ["miscalibrated", "subgroup", "backdoor"],
-            "miscalibrated": {"top_decile_gap": 0.16},
-            "subgroup": {"where": GROUP},
-            "backdoor": {"trigger": TRIGGER},
-        }
-    )
+    claims = {
+        "miscalibrated": {"top_decile_gap": 0.16},
+        "subgroup": {"where": GROUP},
+        "backdoor": {"trigger": TRIGGER},
+    }
+    reports["constant-all"] = every({"defects": list(claims), **claims})
+    # a tier whose models may carry two defects: every model flagged with a pair of kinds
+    for pair in itertools.combinations(claims, 2):
+        reports[f"constant-{'-'.join(pair)}"] = every(
+            {"defects": list(pair), **{kind: claims[kind] for kind in pair}}
+        )
     return reports
 
 
