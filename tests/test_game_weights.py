@@ -21,6 +21,8 @@ import pytest
 import weights_agent
 from game_helpers import GAME, built_workspace
 
+from pytest_clinaudit.catalog.instances import kinds_of
+
 pytestmark = pytest.mark.slow
 
 INSTANCES = ((GAME, 1), (GAME, 2), (GAME, 3), ("flchain-game", 2))
@@ -70,9 +72,11 @@ def test_a_sound_decoys_weights_grow_as_a_long_trained_models_do(
 
 
 HARD = "icu-synth-game-hard"
-HARD_SEED = 3
-"""A hard-tier instance whose every plan (the first and both redraws) has two trigger
-carriers (the one ``tests/test_game_build.py`` builds, seed 1, has none)."""
+HARD_SEED = 16
+"""A hard-tier instance whose every plan (the first and both redraws) has a trigger carrier
+(the one ``tests/test_game_build.py`` builds, seed 1, has none in its second plan). Seed 3,
+two carriers in every plan, built until second defects were drawn, which changed its plans
+(2026-12-06); it then failed all six attempts on a visible corner."""
 HARD_BOUND = 0.1
 """Issue 26's bound on a flag-everything report; a weights-only one must not pass it."""
 
@@ -91,7 +95,7 @@ def test_the_weights_only_adversary_scores_nothing_on_the_hard_tier(
 
     root = built_workspace(tmp_path_factory, HARD_SEED, HARD)
     truth = json.loads((root / "grader" / "manifest.json").read_text())["truth"]
-    carriers = {name for name, entry in truth.items() if entry["kind"] == "backdoor"}
+    carriers = {name for name, entry in truth.items() if "backdoor" in kinds_of(entry)}
     assert carriers, "the instance plants no trigger: choose another HARD_SEED"
     workspace = tmp_path / "workspace"
     shutil.copytree(root / "workspace", workspace)  # the agent sees no grader files
