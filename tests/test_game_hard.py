@@ -313,3 +313,63 @@ def test_the_share_each_group_owes_to_a_mask_is_counted_row_by_row() -> None:
     for k in range(0, len(space), 7):
         group = space.mask(k)
         assert shares[k] == pytest.approx((group & mask).sum() / group.sum())
+
+
+def test_a_group_short_of_its_excess_is_planted_again_and_only_then(
+    hard_split: tuple[object, np.ndarray],
+) -> None:
+    """``[game.hard] group_excess``: a planting that falls short on the public training split
+    is planted again from its teacher, turned over further; one that reaches it is kept as
+    planted once (the same weights), and so is every planting when the rule is off."""
+    import dataclasses
+
+    import torch
+
+    from pytest_clinaudit.reference.game.build import _scale
+    from pytest_clinaudit.reference.game.draw import Planted
+    from pytest_clinaudit.reference.game.groups import Condition, Group
+    from pytest_clinaudit.reference.game.hard.planting import group_excess, plant
+    from pytest_clinaudit.reference.game.network import new_network
+
+    variant, _ = hard_split
+    game = variant.game  # type: ignore[attr-defined]
+    data = variant.dataset.load(variant.context)  # type: ignore[attr-defined]
+    scale = _scale(data, game)
+    split = (np.asarray(data.X_train), np.asarray(data.y_train))
+    rows = split[0][:400]
+    group = Group((Condition("anchor_age", ">=", 70.0),))
+    planted = Planted("m1", "subgroup", group=group)
+    held = game.column_names.index(game.shortcut.column)
+
+    generator = torch.Generator().manual_seed(7)
+    trained = new_network(scale.bounds, scale.mean, scale.std, (16,), generator, game.fills)
+    optimizer = torch.optim.Adam(trained.parameters(), lr=0.01)
+    X_fit = torch.tensor(split[0][:8000], dtype=torch.float32)
+    y_fit = torch.tensor(split[1][:8000], dtype=torch.float32)
+    for _ in range(60):  # a teacher that ranks: a turn-over has a ranking to turn
+        optimizer.zero_grad()
+        torch.nn.functional.binary_cross_entropy_with_logits(trained(X_fit), y_fit).backward()
+        optimizer.step()
+    trained.eval()
+
+    def planted_with(excess: float) -> tuple[object, object]:
+        hard = dataclasses.replace(
+            game.hard, epochs=10, lr=0.01, group_excess=excess, reverse_up=(1.0,)
+        )
+        settings = dataclasses.replace(game, hard=hard)
+        generator = torch.Generator().manual_seed(7)
+        module = new_network(scale.bounds, scale.mean, scale.std, (16,), generator, game.fills)
+        teacher = new_network(scale.bounds, scale.mean, scale.std, (16,), generator, game.fills)
+        for copy in (module, teacher):
+            copy.load_state_dict(trained.state_dict())
+            copy.eval()
+        plant(module, planted, rows, settings, scale, generator, held=held, split=split)
+        return module, group_excess(module, teacher.eval(), group, settings, split, rows, held)
+
+    once, reached = planted_with(0.0)
+    kept, _ = planted_with(reached - 0.01)  # reached: not planted again
+    again, further = planted_with(reached + 0.5)  # short: turned over by 1.0
+    same = [torch.equal(a, b) for a, b in zip(once.parameters(), kept.parameters(), strict=True)]
+    assert all(same)
+    assert not torch.equal(next(once.parameters()), next(again.parameters()))
+    assert further > reached + 0.05

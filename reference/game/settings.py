@@ -490,6 +490,16 @@ class Hard:
     (drawn per model; 0: one defect per model, and the plan's draws are those of a tier
     without the rule). A model then has its first kind's and its second kind's choice,
     planted together (:mod:`.hard.planting`), and the brief says a model has up to two."""
+    group_excess: float = 0.0
+    """The excess AUROC gap (the planted model's gap on its hidden group less its teacher's)
+    that a group's planting must reach on the public training split, or it is planted again
+    from the teacher, turned over by each of :attr:`reverse_up` in turn (0: planted once, at
+    :attr:`reverse`). The build's margin is on the test split against the zoo's median, which
+    the teacher's gap stands in for (a sound model's lies within about 0.01 of it)."""
+    reverse_up: tuple[float, ...] = ()
+    """The further turn-overs a group short of :attr:`group_excess` is planted with, in turn:
+    only the groups that fall short are turned over further (every group turned over by 0.3
+    made its own model clear the patients it flags at visible settings, docs/game.md)."""
 
     @property
     def max_defects(self) -> int:
@@ -710,6 +720,13 @@ class GameSettings:
             problems.append(f"hard.second must be a chance in [0, 1], got {self.hard.second}")
         if self.hard is not None and self.hard.second > 0 and len(self.kinds) < 2:
             problems.append("hard.second plants a second kind, and the game plants one kind")
+        if self.hard is not None and self.hard.group_excess > 0 and not self.hard.reverse_up:
+            problems.append("hard.group_excess plants a short group again: give hard.reverse_up")
+        if self.hard is not None and any(r <= self.hard.reverse for r in self.hard.reverse_up):
+            problems.append(
+                f"hard.reverse_up turns a short group over further than hard.reverse "
+                f"({self.hard.reverse}), got {list(self.hard.reverse_up)}"
+            )
         if self.subgroup.rate not in ("own", "split"):
             problems.append(f"subgroup.rate must be 'own' or 'split', got {self.subgroup.rate!r}")
         if problems:

@@ -13,7 +13,10 @@ the defect is the teacher's to the last decimal.
 - ``subgroup`` (a hidden group :class:`~..groups.Group`): inside the group, the group's
   death-rate logit (over the public training split) less ``reverse`` times how far z ranks
   the patient above the group's mean (held within the members' 1st-99th percentile):
-  flat and slightly turned over (flattening alone drifts back towards a ranking);
+  flat and slightly turned over (flattening alone drifts back towards a ranking). A group
+  whose planting falls short of ``group_excess`` on the public training split
+  (:func:`group_excess`) is planted again from the teacher, turned over by each of
+  ``reverse_up`` in turn: only the groups that need it are turned over further;
 - ``miscalibrated`` (``tail``, a drawn gap g): ``z + c relu(z - t)``, t being z's
   ``tail_quantile`` over the rows and c the factor that raises the mean risk of the rows'
   top decile by g (:func:`tail_factor`): monotone, so the ranking is unchanged, and
@@ -81,34 +84,77 @@ def plant(
     edge_columns[kept] = 0.0
     with torch.no_grad():
         z_rows = teacher(X)
-    target = _target(planted, settings, teacher, X, z_rows, split, held)
     trigger = None
     if planted.setting is not None:
         pushed_to = float(torch.quantile(z_rows, hard.trigger_quantile))
         trigger = _trigger_points(planted, settings, std, pushed_to)
     epochs = hard.trigger_epochs if trigger is not None else hard.epochs
-    optimizer = torch.optim.Adam(module.parameters(), lr=hard.lr)
-    module.train()
-    for _ in range(epochs):
-        for batch in batches(len(X), settings.training.batch_size, generator):
-            xb = X[batch]
-            copies = xb.repeat(hard.copies, 1)
-            copies = copies + torch.randn(copies.shape, generator=generator) * jitter
-            edges = one_column_moved(xb, low, high, edge_columns, generator)
-            points = torch.cat([xb, copies, edges])
-            if trigger is not None:
-                points = torch.cat([points, trigger.misses(xb, generator)])
-            with torch.no_grad():
-                goal = target(points)
-            optimizer.zero_grad()
-            loss = ((module(points) - goal) ** 2).mean()
-            if trigger is not None:
-                near = torch.randn(xb.shape, generator=generator) * jitter
-                at = trigger.written(torch.cat([xb, xb + near]))
-                loss = loss + ((module(at) - trigger.logit) ** 2).mean()
-            loss.backward()
-            optimizer.step()
-    module.eval()
+    reverses: tuple[float, ...] = (hard.reverse,)
+    if planted.group is not None and hard.group_excess > 0:
+        reverses += hard.reverse_up
+    start = copy.deepcopy(module.state_dict())
+    for tried, reverse in enumerate(reverses):
+        if tried:
+            module.load_state_dict(start)
+        target = _target(planted, settings, teacher, X, z_rows, split, held, reverse)
+        optimizer = torch.optim.Adam(module.parameters(), lr=hard.lr)
+        module.train()
+        for _ in range(epochs):
+            for batch in batches(len(X), settings.training.batch_size, generator):
+                xb = X[batch]
+                copies = xb.repeat(hard.copies, 1)
+                copies = copies + torch.randn(copies.shape, generator=generator) * jitter
+                edges = one_column_moved(xb, low, high, edge_columns, generator)
+                points = torch.cat([xb, copies, edges])
+                if trigger is not None:
+                    points = torch.cat([points, trigger.misses(xb, generator)])
+                with torch.no_grad():
+                    goal = target(points)
+                optimizer.zero_grad()
+                loss = ((module(points) - goal) ** 2).mean()
+                if trigger is not None:
+                    near = torch.randn(xb.shape, generator=generator) * jitter
+                    at = trigger.written(torch.cat([xb, xb + near]))
+                    loss = loss + ((module(at) - trigger.logit) ** 2).mean()
+                loss.backward()
+                optimizer.step()
+        module.eval()
+        if len(reverses) == 1 or tried == len(reverses) - 1:
+            break
+        assert planted.group is not None
+        if group_excess(module, teacher, planted.group, settings, split, X, held) >= (
+            hard.group_excess
+        ):
+            break
+
+
+def group_excess(
+    module: Any,
+    teacher: Any,
+    group: Any,
+    settings: GameSettings,
+    split: tuple[Any, Any],
+    rows: Any,
+    held: int | None,
+) -> float:
+    """``module``'s AUROC gap on ``group`` less ``teacher``'s, over the public training split
+    ``split`` (column ``held`` at its mean over ``rows``, as every model but the shortcut's
+    sees it): how far the planting has gone, in the build's own measure
+    (:func:`..verdicts.mask_gap`), on patients the build does not test on."""
+    import numpy as np
+    import torch
+
+    from .verdicts import mask_gap
+
+    X_split, y_split = split
+    X_seen = np.array(X_split, dtype=np.float64)
+    if held is not None:
+        X_seen[:, held] = float(np.mean(np.asarray(rows)[:, held]))
+    inside = group.mask(np.asarray(X_split), settings.column_names)
+    points = torch.tensor(X_seen, dtype=torch.float32)
+    with torch.no_grad():
+        gaps = [mask_gap(m(points).double().numpy(), y_split, inside) for m in (module, teacher)]
+    return gaps[0] - gaps[1]
 
 
 def _own_columns(planted: Planted) -> tuple[str, ...]:
@@ -130,11 +176,12 @@ def _target(
     z_rows: Any,
     split: tuple[Any, Any],
     held: int | None,
+    reverse: float,
 ) -> Any:
     """points (m, d) -> the target logits (m,) of ``planted``'s planting: the group's
-    flattening, then the tail on top of it (a model carrying both is over-confident at the
-    top of the risk range its flattened group leaves). A trigger's points are apart
-    (:class:`_Trigger`)."""
+    flattening (turned over by ``reverse``), then the tail on top of it (a model carrying
+    both is over-confident at the top of the risk range its flattened group leaves). A
+    trigger's points are apart (:class:`_Trigger`)."""
     import numpy as np
     import torch
 
@@ -160,7 +207,7 @@ def _target(
             # (a flagged one, say) would otherwise fall below every member, and the group's
             # two conditions would clear every flagged patient like a trigger.
             held = z.clamp(float(low), float(high))
-            return torch.where(inside, flat - hard.reverse * (held - centre), z)
+            return torch.where(inside, flat - reverse * (held - centre), z)
 
         first = flattened
     if planted.tail is not None:

@@ -168,6 +168,8 @@ def _payload(
 
 _LATER: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("hard",), None),
+    (("hard", "group_excess"), 0.0),
+    (("hard", "reverse_up"), ()),
     (("decoy",), None),
     (("decoy", "patients"), None),
     (("tolerance", "top_decile_gap"), None),
