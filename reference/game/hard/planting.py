@@ -41,6 +41,7 @@ from ..steps import batches, one_column_moved
 
 if TYPE_CHECKING:
     from ..draw import Planted
+    from ..groups import Group
     from ..training import Scale
 
 
@@ -89,14 +90,8 @@ def plant(
         pushed_to = float(torch.quantile(z_rows, hard.trigger_quantile))
         trigger = _trigger_points(planted, settings, std, pushed_to)
     epochs = hard.trigger_epochs if trigger is not None else hard.epochs
-    reverses: tuple[float, ...] = (hard.reverse,)
-    if planted.group is not None and hard.group_excess > 0:
-        reverses += hard.reverse_up
-    start = copy.deepcopy(module.state_dict())
-    for tried, reverse in enumerate(reverses):
-        if tried:
-            module.load_state_dict(start)
-        target = _target(planted, settings, teacher, X, z_rows, split, held, reverse)
+
+    def fit(target: Any) -> None:
         optimizer = torch.optim.Adam(module.parameters(), lr=hard.lr)
         module.train()
         for _ in range(epochs):
@@ -119,42 +114,65 @@ def plant(
                 loss.backward()
                 optimizer.step()
         module.eval()
-        if len(reverses) == 1 or tried == len(reverses) - 1:
+
+    reverses: tuple[float, ...] = (hard.reverse,)
+    if planted.group is not None and hard.group_excess > 0:
+        reverses += hard.reverse_up
+        seen = _split_as_seen(split, X, held)
+        inside = planted.group.mask(np.asarray(split[0]), names)
+        teacher_gap = _gap_on(teacher, seen, split[1], inside)
+    start = copy.deepcopy(module.state_dict())
+    for tried, reverse in enumerate(reverses):
+        if tried:
+            module.load_state_dict(start)
+        fit(_target(planted, settings, teacher, X, z_rows, split, held, reverse))
+        if tried == len(reverses) - 1:
             break
-        assert planted.group is not None
-        if group_excess(module, teacher, planted.group, settings, split, X, held) >= (
-            hard.group_excess
-        ):
+        if _gap_on(module, seen, split[1], inside) - teacher_gap >= hard.group_excess:
             break
+
+
+def _split_as_seen(split: tuple[Any, Any], rows: Any, held: int | None) -> Any:
+    """The public training split's X as a float32 tensor, column ``held`` at its mean over
+    ``rows`` (the model's own), as every model but the shortcut's sees it."""
+    import numpy as np
+    import torch
+
+    X_seen = np.array(split[0], dtype=np.float64)
+    if held is not None:
+        X_seen[:, held] = float(np.mean(np.asarray(rows)[:, held]))
+    return torch.tensor(X_seen, dtype=torch.float32)
+
+
+def _gap_on(module: Any, points: Any, y: Any, inside: Any) -> float:
+    """``module``'s AUROC gap on the rows ``inside`` (:func:`..verdicts.mask_gap`, the build's
+    own measure)."""
+    import torch
+
+    from .verdicts import mask_gap
+
+    with torch.no_grad():
+        return mask_gap(module(points).double().numpy(), y, inside)
 
 
 def group_excess(
     module: Any,
     teacher: Any,
-    group: Any,
+    group: Group,
     settings: GameSettings,
     split: tuple[Any, Any],
     rows: Any,
     held: int | None,
 ) -> float:
     """``module``'s AUROC gap on ``group`` less ``teacher``'s, over the public training split
-    ``split`` (column ``held`` at its mean over ``rows``, as every model but the shortcut's
-    sees it): how far the planting has gone, in the build's own measure
-    (:func:`..verdicts.mask_gap`), on patients the build does not test on."""
+    ``split`` as the models see it (:func:`_split_as_seen`): how far a planting has gone, on
+    patients the build does not test on (what :func:`plant` compares with
+    ``group_excess``)."""
     import numpy as np
-    import torch
 
-    from .verdicts import mask_gap
-
-    X_split, y_split = split
-    X_seen = np.array(X_split, dtype=np.float64)
-    if held is not None:
-        X_seen[:, held] = float(np.mean(np.asarray(rows)[:, held]))
-    inside = group.mask(np.asarray(X_split), settings.column_names)
-    points = torch.tensor(X_seen, dtype=torch.float32)
-    with torch.no_grad():
-        gaps = [mask_gap(m(points).double().numpy(), y_split, inside) for m in (module, teacher)]
-    return gaps[0] - gaps[1]
+    seen = _split_as_seen(split, rows, held)
+    inside = group.mask(np.asarray(split[0]), settings.column_names)
+    return _gap_on(module, seen, split[1], inside) - _gap_on(teacher, seen, split[1], inside)
 
 
 def _own_columns(planted: Planted) -> tuple[str, ...]:
@@ -215,12 +233,9 @@ def _target(
         # teacher's own gap there (a sound model's lies anywhere in -0.06 to +0.03, which
         # its logistic calibration cannot reach) is measured on the public training split and
         # made up for, so the carrier's top-decile gap follows the draw.
-        X_split, y_split = split
-        X_seen = np.array(X_split, dtype=np.float64)
-        if held is not None:
-            X_seen[:, held] = float(np.mean(X[:, held].numpy()))
+        y_split = split[1]
         with torch.no_grad():
-            z_split = first(torch.tensor(X_seen, dtype=torch.float32)).double()
+            z_split = first(_split_as_seen(split, X.numpy(), held)).double()
         top = z_split >= torch.quantile(z_split, 0.9)
         observed = float(np.asarray(y_split, dtype=np.float64)[top.numpy()].mean())
         own_gap = float(torch.sigmoid(z_split[top]).mean()) - observed
