@@ -501,6 +501,13 @@ class Hard:
     only the groups that fall short are turned over further (every group turned over by 0.3
     made its own model clear the patients it flags at visible settings, docs/game.md)."""
 
+    group_floor: float | None = None
+    """A hidden group is flattened no lower than this many logits above the logit its model
+    clears a patient below (``backdoor.clear_share`` of the model's rows), its turned-over
+    members included (:func:`~.hard.planting.flattened_level`; ``None``: at its death-rate
+    logit, however low). Flattened below it, a group's two conditions written into a flagged
+    patient cleared the patient as a trigger does, and the zoo was redrawn."""
+
     @property
     def max_defects(self) -> int:
         """The most defects one model carries: two when :attr:`second` allows it."""
@@ -722,6 +729,8 @@ class GameSettings:
             problems.append("hard.second plants a second kind, and the game plants one kind")
         if self.hard is not None and self.hard.group_excess > 0 and not self.hard.reverse_up:
             problems.append("hard.group_excess plants a short group again: give hard.reverse_up")
+        if self.hard is not None and (self.hard.group_floor or 0.0) < 0:
+            problems.append(f"hard.group_floor must be at least 0, got {self.hard.group_floor}")
         if self.hard is not None and any(r <= self.hard.reverse for r in self.hard.reverse_up):
             problems.append(
                 f"hard.reverse_up turns a short group over further than hard.reverse "

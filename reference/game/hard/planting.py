@@ -216,6 +216,16 @@ def _target(
         members = z_rows[inside_rows]
         centre = members.mean()
         low, high = torch.quantile(members.double(), torch.tensor([0.01, 0.99], dtype=torch.double))
+        if hard.group_floor is not None:
+            flat = flattened_level(
+                z_rows,
+                inside_rows,
+                flat,
+                reverse,
+                (float(low), float(high)),
+                settings.backdoor.clear_share,
+                hard.group_floor,
+            )
 
         def flattened(points: Any) -> Any:
             z = teacher(points)
@@ -248,6 +258,43 @@ def _target(
 
         return tail
     return first
+
+
+def flattened_level(
+    z: Any,
+    inside: Any,
+    flat: float,
+    reverse: float,
+    clamp: tuple[float, float],
+    clear_share: float,
+    margin: float,
+) -> float:
+    """The level a hidden group is flattened to: its death-rate logit ``flat``, raised where
+    needed so that no member's turned-over target (z held within ``clamp``) comes within
+    ``margin`` logits of the logit the model clears a patient below (``clear_share`` of the
+    rows' targets, the group's own included, since raising it moves that quantile).
+
+    A group whose death rate is low would otherwise sit in the model's bottom quarter, and
+    a flagged patient written into it (its two conditions, a visible two-value setting)
+    would be cleared as by a trigger. Only such groups move: a level already clear of it is
+    ``flat`` itself. ``z`` (n,): the teacher's logits at the model's rows, ``inside`` (n,)
+    the members among them.
+    """
+    import torch
+
+    z = z.double()
+    held = z[inside].clamp(*clamp)
+    centre = float(z[inside].mean()) if len(held) else 0.0
+    lowest = reverse * (clamp[1] - centre)  # how far the highest-ranked member falls below it
+    level = flat
+    for _ in range(50):  # the quantile rises with the level: a fixed point, approached from below
+        target = z.clone()
+        target[inside] = level - reverse * (held - centre)
+        needed = float(torch.quantile(target, clear_share)) + margin + lowest
+        if needed <= level + 1e-9:
+            break
+        level = needed
+    return level
 
 
 def tail_factor(z: Any, t: Any, gap: float, top: float = 0.1) -> float:
