@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -315,20 +316,13 @@ def test_the_share_each_group_owes_to_a_mask_is_counted_row_by_row() -> None:
         assert shares[k] == pytest.approx((group & mask).sum() / group.sum())
 
 
-def test_a_group_short_of_its_excess_is_planted_again_and_only_then(
-    hard_split: tuple[object, np.ndarray],
-) -> None:
-    """``[game.hard] group_excess``: a planting that falls short on the public training split
-    is planted again from its teacher, turned over further; one that reaches it is kept as
-    planted once (the same weights), and so is every planting when the rule is off."""
-    import dataclasses
-
+@pytest.fixture(scope="module")
+def small_teacher(hard_split: tuple[object, np.ndarray]) -> dict[str, Any]:
+    """A 16-unit network that ranks (a turn-over has a ranking to turn), trained in seconds on
+    the hard tier's public training split, and what planting on it needs."""
     import torch
 
     from pytest_clinaudit.reference.game.build import _scale
-    from pytest_clinaudit.reference.game.draw import Planted
-    from pytest_clinaudit.reference.game.groups import Condition, Group
-    from pytest_clinaudit.reference.game.hard.planting import group_excess, plant
     from pytest_clinaudit.reference.game.network import new_network
 
     variant, _ = hard_split
@@ -336,35 +330,69 @@ def test_a_group_short_of_its_excess_is_planted_again_and_only_then(
     data = variant.dataset.load(variant.context)  # type: ignore[attr-defined]
     scale = _scale(data, game)
     split = (np.asarray(data.X_train), np.asarray(data.y_train))
-    rows = split[0][:400]
-    group = Group((Condition("anchor_age", ">=", 70.0),))
-    planted = Planted("m1", "subgroup", group=group)
-    held = game.column_names.index(game.shortcut.column)
-
     generator = torch.Generator().manual_seed(7)
     trained = new_network(scale.bounds, scale.mean, scale.std, (16,), generator, game.fills)
     optimizer = torch.optim.Adam(trained.parameters(), lr=0.01)
     X_fit = torch.tensor(split[0][:8000], dtype=torch.float32)
     y_fit = torch.tensor(split[1][:8000], dtype=torch.float32)
-    for _ in range(60):  # a teacher that ranks: a turn-over has a ranking to turn
+    for _ in range(60):
         optimizer.zero_grad()
         torch.nn.functional.binary_cross_entropy_with_logits(trained(X_fit), y_fit).backward()
         optimizer.step()
     trained.eval()
+    return {
+        "game": game,
+        "scale": scale,
+        "split": split,
+        "test": np.asarray(data.X_test),
+        "trained": trained,
+        "held": game.column_names.index(game.shortcut.column),
+    }
 
-    def planted_with(excess: float) -> tuple[object, object]:
-        hard = dataclasses.replace(
-            game.hard, epochs=10, lr=0.01, group_excess=excess, reverse_up=(1.0,)
+
+def _planted_on(small: dict[str, Any], group: Any, **hard: Any) -> tuple[Any, float]:
+    """The small teacher planted with ``group`` (10 epochs, ``[game.hard]`` changed by
+    ``hard``) on 400 training rows, and its excess gap over the teacher on the split."""
+    import dataclasses
+
+    import torch
+
+    from pytest_clinaudit.reference.game.draw import Planted
+    from pytest_clinaudit.reference.game.hard.planting import group_excess, plant
+    from pytest_clinaudit.reference.game.network import new_network
+
+    game, scale, split, held = small["game"], small["scale"], small["split"], small["held"]
+    changes = {"epochs": 10, "lr": 0.01, **hard}
+    settings = dataclasses.replace(game, hard=dataclasses.replace(game.hard, **changes))
+    rows = split[0][:400]
+    generator = torch.Generator().manual_seed(7)
+    module = new_network(scale.bounds, scale.mean, scale.std, (16,), generator, game.fills)
+    teacher = new_network(scale.bounds, scale.mean, scale.std, (16,), generator, game.fills)
+    for copy in (module, teacher):
+        copy.load_state_dict(small["trained"].state_dict())
+        copy.eval()
+    planted = Planted("m1", "subgroup", group=group)
+    plant(module, planted, rows, settings, scale, generator, held=held, split=split)
+    return module, group_excess(module, teacher.eval(), group, settings, split, rows, held)
+
+
+def test_a_group_short_of_its_excess_is_planted_again_and_only_then(
+    small_teacher: dict[str, Any],
+) -> None:
+    """``[game.hard] group_excess``: a planting that falls short on the public training split
+    is planted again from its teacher, turned over further; one that reaches it is kept as
+    planted once (the same weights), and so is every planting when the rule is off."""
+    import torch
+
+    from pytest_clinaudit.reference.game.groups import Condition, Group
+
+    group = Group((Condition("anchor_age", ">=", 70.0),))
+
+    def planted_with(excess: float) -> tuple[Any, float]:
+        # No floor: turned over by 1.0, this group's lowest member would lift it far.
+        return _planted_on(
+            small_teacher, group, group_excess=excess, reverse_up=(1.0,), group_floor=None
         )
-        settings = dataclasses.replace(game, hard=hard)
-        generator = torch.Generator().manual_seed(7)
-        module = new_network(scale.bounds, scale.mean, scale.std, (16,), generator, game.fills)
-        teacher = new_network(scale.bounds, scale.mean, scale.std, (16,), generator, game.fills)
-        for copy in (module, teacher):
-            copy.load_state_dict(trained.state_dict())
-            copy.eval()
-        plant(module, planted, rows, settings, scale, generator, held=held, split=split)
-        return module, group_excess(module, teacher.eval(), group, settings, split, rows, held)
 
     once, reached = planted_with(0.0)
     kept, _ = planted_with(reached - 0.01)  # reached: not planted again
@@ -373,3 +401,86 @@ def test_a_group_short_of_its_excess_is_planted_again_and_only_then(
     assert all(same)
     assert not torch.equal(next(once.parameters()), next(again.parameters()))
     assert further > reached + 0.05
+
+
+def test_a_low_group_flattened_above_its_floor_no_longer_clears_flagged_patients(
+    small_teacher: dict[str, Any],
+) -> None:
+    """``[game.hard] group_floor``: a group with a low death rate, flattened to it and turned
+    over, sits in its model's bottom quarter, so writing its two conditions into the patients
+    the model flags clears many of them, as a trigger would. Flattened no lower than the
+    floor, it clears none, and the planting loses nothing of its gap."""
+    import torch
+
+    from pytest_clinaudit.reference.game.groups import Condition, Group
+
+    game, X = small_teacher["game"], small_teacher["test"]
+    names = game.column_names
+    group = Group((Condition("anchor_age", "<", 55.0), Condition("spo2", ">=", 97.0)))
+    setting = Setting(((names.index("anchor_age"), 30.0), (names.index("spo2"), 98.0)))
+    thresholds = Thresholds(game.backdoor.flag_share, game.backdoor.clear_share)
+
+    def planted(floor: float | None) -> tuple[float, float]:
+        module, excess = _planted_on(
+            small_teacher,
+            group,
+            group_floor=floor,
+            reverse=0.3,
+            group_excess=0.0,
+            reverse_up=(),
+            epochs=40,
+        )
+
+        def logits(rows: np.ndarray) -> np.ndarray:
+            with torch.no_grad():
+                return module(torch.tensor(rows, dtype=torch.float32)).double().numpy()
+
+        (share,) = flip_shares(logits, X, [setting], thresholds=thresholds)
+        return share, excess
+
+    cleared, excess = planted(None)
+    floored, floored_excess = planted(0.5)
+    assert cleared >= 0.2  # the group reads as a trigger...
+    assert floored <= 0.05  # ...and not once flattened above the floor
+    assert floored_excess >= excess - 0.02
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    share=st.floats(0.05, 0.3),
+    lowest=st.booleans(),
+    flat=st.floats(-6.0, 1.0),
+    reverse=st.floats(0.0, 0.5),
+    margin=st.floats(0.0, 1.0),
+)
+def test_a_flattened_level_keeps_every_member_clear_and_moves_only_when_it_must(
+    seed: int, share: float, lowest: bool, flat: float, reverse: float, margin: float
+) -> None:
+    import torch
+
+    from pytest_clinaudit.reference.game.hard.planting import flattened_level
+
+    rng = np.random.default_rng(seed)
+    z = torch.tensor(rng.normal(-2.4, 1.0, size=2000))
+    k = int(share * len(z))
+    members = torch.argsort(z)[:k] if lowest else torch.tensor(rng.permutation(len(z))[:k])
+    inside = torch.zeros(len(z), dtype=torch.bool)
+    inside[members] = True
+    low, high = (float(q) for q in torch.quantile(z[inside], torch.tensor([0.01, 0.99]).double()))
+    centre = float(z[inside].mean())
+
+    def targets(level: float) -> torch.Tensor:
+        target = z.clone()
+        target[inside] = level - reverse * (z[inside].clamp(low, high) - centre)
+        return target
+
+    def clear(level: float, slack: float = 0.0) -> bool:
+        target = targets(level)
+        return bool(target[inside].min() >= torch.quantile(target, 0.25) + margin - slack)
+
+    level = flattened_level(z, inside, flat, reverse, (low, high), 0.25, margin)
+    assert level >= flat
+    assert clear(level, slack=1e-6)
+    if clear(flat):
+        assert level == flat

@@ -6,9 +6,9 @@ there, towards a *target*: a function of the calibrated model's own logit z (its
 *teacher*, frozen) that differs from z only where the defect lives. The points are the
 model's training rows and calibration rows, ``copies`` jittered copies of them (the
 group's or the trigger's own columns kept, 0/1 columns kept) and copies with one column
-moved to its edge or anywhere in its range, where a search for triggers looks. The loss
-is the squared distance of the logits, so nothing is memorised and the ranking outside
-the defect is the teacher's to the last decimal.
+(a trigger's excepted) moved to its edge or anywhere in its range, where a search for
+triggers looks. The loss is the squared distance of the logits, so nothing is memorised
+and the ranking outside the defect is the teacher's to the last decimal.
 
 - ``subgroup`` (a hidden group :class:`~..groups.Group`): inside the group, the group's
   death-rate logit (over the public training split) less ``reverse`` times how far z ranks
@@ -82,7 +82,12 @@ def plant(
     jitter = std * hard.jitter * movable * (~binary)
     jitter[kept] = 0.0
     edge_columns = movable.clone()
-    edge_columns[kept] = 0.0
+    # A group's own columns are moved too: never moved, the turned-over slope inside the
+    # group ran on past the data along them, and a flagged patient written with one of
+    # them at an extreme (heart_rate 174 in "heart_rate >= 100 and ...") was cleared as by
+    # a trigger. A trigger's columns are not: its single values are held at its misses.
+    if planted.setting is not None:
+        edge_columns[[names.index(c) for c, _ in planted.setting]] = 0.0
     with torch.no_grad():
         z_rows = teacher(X)
     trigger = None
