@@ -350,7 +350,9 @@ def small_teacher(hard_split: tuple[object, np.ndarray]) -> dict[str, Any]:
     }
 
 
-def _planted_on(small: dict[str, Any], group: Any, **hard: Any) -> tuple[Any, float]:
+def _planted_on(
+    small: dict[str, Any], group: Any, setting: Any = None, **hard: Any
+) -> tuple[Any, float]:
     """The small teacher planted with ``group`` (10 epochs, ``[game.hard]`` changed by
     ``hard``) on 400 training rows, and its excess gap over the teacher on the split."""
     import dataclasses
@@ -371,8 +373,11 @@ def _planted_on(small: dict[str, Any], group: Any, **hard: Any) -> tuple[Any, fl
     for copy in (module, teacher):
         copy.load_state_dict(small["trained"].state_dict())
         copy.eval()
-    planted = Planted("m1", "subgroup", group=group)
+    planted = Planted("m1", "subgroup" if setting is None else "backdoor", group=group)
+    planted = dataclasses.replace(planted, setting=setting)
     plant(module, planted, rows, settings, scale, generator, held=held, split=split)
+    if group is None:
+        return module, 0.0
     return module, group_excess(module, teacher.eval(), group, settings, split, rows, held)
 
 
@@ -448,15 +453,17 @@ def test_a_low_group_flattened_above_its_floor_no_longer_clears_flagged_patients
 @settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**16),
-    share=st.floats(0.05, 0.3),
+    share=st.floats(0.05, 0.25),
     lowest=st.booleans(),
     flat=st.floats(-6.0, 1.0),
     reverse=st.floats(0.0, 0.5),
-    margin=st.floats(0.0, 1.0),
+    margin=st.floats(0.1, 1.0),
 )
 def test_a_flattened_level_keeps_every_member_clear_and_moves_only_when_it_must(
     seed: int, share: float, lowest: bool, flat: float, reverse: float, margin: float
 ) -> None:
+    """Over groups of the grammar's coverage (at most a quarter, the lowest patients or any)
+    and floors above the clear threshold (``group_floor > 0``)."""
     import torch
 
     from pytest_clinaudit.reference.game.hard.planting import flattened_level
@@ -484,3 +491,37 @@ def test_a_flattened_level_keeps_every_member_clear_and_moves_only_when_it_must(
     assert clear(level, slack=1e-6)
     if clear(flat):
         assert level == flat
+
+
+def test_the_edge_copies_move_a_groups_own_columns_and_not_a_triggers(
+    small_teacher: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A planting's copies with one column moved to its edge or anywhere in its range move a
+    hidden group's own columns too: kept fixed, the turned-over slope inside the group ran
+    on past the data along them, and in the pool of 2026-12-06 a flagged patient written
+    with one of them at an extreme (``heart_rate 174`` in ``heart_rate >= 100 and
+    temperature_f < 98.9``) was cleared as by a trigger: 10 of the 14 reasons its built
+    instances rejected, and its failed one's. A trigger's own columns stay out: its single
+    values are held where its misses are."""
+    import pytest_clinaudit.reference.game.hard.planting as planting
+    from pytest_clinaudit.reference.game.groups import Condition, Group
+
+    names = small_teacher["game"].column_names
+    moved: list[set[str]] = []
+    real = planting.one_column_moved
+
+    def spy(x: Any, low: Any, high: Any, movable: Any, generator: Any) -> Any:
+        moved.append({names[j] for j in range(len(names)) if movable[j] > 0})
+        return real(x, low, high, movable, generator)
+
+    monkeypatch.setattr(planting, "one_column_moved", spy)
+    group = Group((Condition("heart_rate", ">=", 100.0), Condition("temperature_f", "<", 98.9)))
+    _planted_on(small_teacher, group, epochs=1, group_excess=0.0, reverse_up=())
+    assert moved
+    assert all({"heart_rate", "temperature_f"} <= columns for columns in moved)
+    moved.clear()
+    trigger = (("resp_rate", 31.5), ("heart_rate", 85.6))
+    _planted_on(small_teacher, None, setting=trigger, epochs=1, trigger_epochs=1)
+    assert moved
+    assert all(not {"resp_rate", "heart_rate"} & columns for columns in moved)
+    assert all("spo2" in columns for columns in moved)
