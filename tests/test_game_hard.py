@@ -525,3 +525,27 @@ def test_the_edge_copies_move_a_groups_own_columns_and_not_a_triggers(
     assert moved
     assert all(not {"resp_rate", "heart_rate"} & columns for columns in moved)
     assert all("spo2" in columns for columns in moved)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("second = 0.3 ", "second = 1.5 ", "hard.second must be a chance in [0, 1], got 1.5"),
+        ("reverse_up = [0.2, 0.3]", "reverse_up = []", "give hard.reverse_up"),
+        ("reverse_up = [0.2, 0.3]", "reverse_up = [0.05, 0.3]", "further than hard.reverse"),
+        ("group_floor = 0.5 ", "group_floor = 0.0 ", "hard.group_floor is a margin above 0"),
+        ('kinds = ["miscalibrated", "subgroup", "backdoor"]', 'kinds = ["subgroup"]', "one kind"),
+    ],
+)
+def test_a_contradictory_hard_table_is_refused_naming_the_setting(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    from pytest_clinaudit.catalog.variants import VariantError, load_variant
+
+    text = game_variant(HARD).path.read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "hard.toml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(VariantError) as raised:
+        load_variant(path)
+    assert message in str(raised.value)

@@ -106,8 +106,8 @@ class Hard:
                 f"hard.reverse_up turns a short group over further than hard.reverse "
                 f"({self.reverse}), got {list(self.reverse_up)}"
             )
-        if self.group_floor is not None and not self.group_floor >= 0.0:
-            found.append(f"hard.group_floor must be at least 0, got {self.group_floor}")
+        if self.group_floor is not None and not self.group_floor > 0.0:
+            found.append(f"hard.group_floor is a margin above 0, got {self.group_floor}")
         return found
 
     @property
