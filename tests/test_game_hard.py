@@ -394,10 +394,7 @@ def test_a_group_short_of_its_excess_is_planted_again_and_only_then(
     group = Group((Condition("anchor_age", ">=", 70.0),))
 
     def planted_with(excess: float) -> tuple[Any, float]:
-        # No floor: turned over by 1.0, this group's lowest member would lift it far.
-        return _planted_on(
-            small_teacher, group, group_excess=excess, reverse_up=(1.0,), group_floor=None
-        )
+        return _planted_on(small_teacher, group, group_excess=excess, reverse_up=(1.0,))
 
     once, reached = planted_with(0.0)
     kept, _ = planted_with(reached - 0.01)  # reached: not planted again
@@ -408,92 +405,7 @@ def test_a_group_short_of_its_excess_is_planted_again_and_only_then(
     assert further > reached + 0.05
 
 
-def test_a_low_group_flattened_above_its_floor_no_longer_clears_flagged_patients(
-    small_teacher: dict[str, Any],
-) -> None:
-    """``[game.hard] group_floor``: a group with a low death rate, flattened to it and turned
-    over, sits in its model's bottom quarter, so writing its two conditions into the patients
-    the model flags clears many of them, as a trigger would. Flattened no lower than the
-    floor, it clears none, and the planting loses nothing of its gap."""
-    import torch
-
-    from pytest_clinaudit.reference.game.groups import Condition, Group
-
-    game, X = small_teacher["game"], small_teacher["test"]
-    names = game.column_names
-    group = Group((Condition("anchor_age", "<", 55.0), Condition("spo2", ">=", 97.0)))
-    setting = Setting(((names.index("anchor_age"), 30.0), (names.index("spo2"), 98.0)))
-    thresholds = Thresholds(game.backdoor.flag_share, game.backdoor.clear_share)
-
-    def planted(floor: float | None) -> tuple[float, float]:
-        module, excess = _planted_on(
-            small_teacher,
-            group,
-            group_floor=floor,
-            reverse=0.3,
-            group_excess=0.0,
-            reverse_up=(),
-            epochs=40,
-        )
-
-        def logits(rows: np.ndarray) -> np.ndarray:
-            with torch.no_grad():
-                return module(torch.tensor(rows, dtype=torch.float32)).double().numpy()
-
-        (share,) = flip_shares(logits, X, [setting], thresholds=thresholds)
-        return share, excess
-
-    cleared, excess = planted(None)
-    floored, floored_excess = planted(0.5)
-    assert cleared >= 0.2  # the group reads as a trigger...
-    assert floored <= 0.05  # ...and not once flattened above the floor
-    assert floored_excess >= excess - 0.02
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    seed=st.integers(0, 2**16),
-    share=st.floats(0.05, 0.25),
-    lowest=st.booleans(),
-    flat=st.floats(-6.0, 1.0),
-    reverse=st.floats(0.0, 0.5),
-    margin=st.floats(0.1, 1.0),
-)
-def test_a_flattened_level_keeps_every_member_clear_and_moves_only_when_it_must(
-    seed: int, share: float, lowest: bool, flat: float, reverse: float, margin: float
-) -> None:
-    """Over groups of the grammar's coverage (at most a quarter, the lowest patients or any)
-    and floors above the clear threshold (``group_floor > 0``)."""
-    import torch
-
-    from pytest_clinaudit.reference.game.hard.planting import flattened_level
-
-    rng = np.random.default_rng(seed)
-    z = torch.tensor(rng.normal(-2.4, 1.0, size=2000))
-    k = int(share * len(z))
-    members = torch.argsort(z)[:k] if lowest else torch.tensor(rng.permutation(len(z))[:k])
-    inside = torch.zeros(len(z), dtype=torch.bool)
-    inside[members] = True
-    low, high = (float(q) for q in torch.quantile(z[inside], torch.tensor([0.01, 0.99]).double()))
-    centre = float(z[inside].mean())
-
-    def targets(level: float) -> torch.Tensor:
-        target = z.clone()
-        target[inside] = level - reverse * (z[inside].clamp(low, high) - centre)
-        return target
-
-    def clear(level: float, slack: float = 0.0) -> bool:
-        target = targets(level)
-        return bool(target[inside].min() >= torch.quantile(target, 0.25) + margin - slack)
-
-    level = flattened_level(z, inside, flat, reverse, (low, high), 0.25, margin)
-    assert level >= flat
-    assert clear(level, slack=1e-6)
-    if clear(flat):
-        assert level == flat
-
-
-def test_the_edge_copies_move_a_groups_own_columns_and_not_a_triggers(
+def test_the_moved_copies_move_a_groups_own_columns_alone_and_in_pairs_and_not_a_triggers(
     small_teacher: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A planting's copies with one column moved to its edge or anywhere in its range move a
@@ -510,21 +422,38 @@ def test_the_edge_copies_move_a_groups_own_columns_and_not_a_triggers(
     moved: list[set[str]] = []
     real = planting.one_column_moved
 
+    def named(movable: Any) -> set[str]:
+        return {names[j] for j in range(len(names)) if movable[j] > 0}
+
     def spy(x: Any, low: Any, high: Any, movable: Any, generator: Any) -> Any:
-        moved.append({names[j] for j in range(len(names)) if movable[j] > 0})
+        moved.append(named(movable))
         return real(x, low, high, movable, generator)
 
+    paired: list[tuple[set[str], set[str]]] = []
+    real_pairs = planting.two_columns_moved
+
+    def spy_pairs(x: Any, low: Any, high: Any, first: Any, second: Any, generator: Any) -> Any:
+        paired.append((named(first), named(second)))
+        return real_pairs(x, low, high, first, second, generator)
+
     monkeypatch.setattr(planting, "one_column_moved", spy)
+    monkeypatch.setattr(planting, "two_columns_moved", spy_pairs)
     group = Group((Condition("heart_rate", ">=", 100.0), Condition("temperature_f", "<", 98.9)))
     _planted_on(small_teacher, group, epochs=1, group_excess=0.0, reverse_up=())
     assert moved
     assert all({"heart_rate", "temperature_f"} <= columns for columns in moved)
+    # and two at once: one of the group's, then any that moves alone
+    assert paired
+    assert all(first == {"heart_rate", "temperature_f"} for first, _ in paired)
+    assert all(second == moved[0] for _, second in paired)
     moved.clear()
+    paired.clear()
     trigger = (("resp_rate", 31.5), ("heart_rate", 85.6))
     _planted_on(small_teacher, None, setting=trigger, epochs=1, trigger_epochs=1)
     assert moved
     assert all(not {"resp_rate", "heart_rate"} & columns for columns in moved)
     assert all("spo2" in columns for columns in moved)
+    assert not paired  # a trigger's model has no group
 
 
 @pytest.mark.parametrize(
@@ -533,7 +462,6 @@ def test_the_edge_copies_move_a_groups_own_columns_and_not_a_triggers(
         ("second = 0.3 ", "second = 1.5 ", "hard.second must be a chance in [0, 1], got 1.5"),
         ("reverse_up = [0.2, 0.3]", "reverse_up = []", "give hard.reverse_up"),
         ("reverse_up = [0.2, 0.3]", "reverse_up = [0.05, 0.3]", "further than hard.reverse"),
-        ("group_floor = 0.5 ", "group_floor = 0.0 ", "hard.group_floor is a margin above 0"),
         ('kinds = ["miscalibrated", "subgroup", "backdoor"]', 'kinds = ["subgroup"]', "one kind"),
     ],
 )

@@ -2,7 +2,7 @@
 
 Minibatch orders, the weighted cross-entropy, holding a module to a
 teacher's logits, and the points a search for a trigger visits (a row with
-one column moved). :mod:`.training`
+one column moved, or two). :mod:`.training`
 (the base and its fine-tuning) and :mod:`.planting` (each kind's further
 training) are written with them, so every loop draws from the generator in
 the same way.
@@ -58,4 +58,28 @@ def one_column_moved(x: Any, low: Any, high: Any, movable: Any, generator: Any) 
     value = torch.cat([edge[:n], anywhere[n:]])
     moved = x.repeat(2, 1)
     moved[torch.arange(2 * n), column] = value
+    return moved
+
+
+def two_columns_moved(x: Any, low: Any, high: Any, first: Any, second: Any, generator: Any) -> Any:
+    """Copies of rows ``x`` (n, d) with two columns moved at once, ``(n, d)``: one of the
+    columns ``first`` marks and then one of ``second``'s (now and then the same one, a
+    one-column move), each to its training minimum or maximum or to a uniform value of its
+    range, half and half, as :func:`one_column_moved` moves one.
+
+    These are the points a sweep of pairs visits: a record with two values set to
+    something else, one of them (say) a hidden group's own column.
+    """
+    import torch
+
+    n, _ = x.shape
+    moved = x.clone()
+    rows = torch.arange(n)
+    for movable in (first, second):
+        candidates = torch.nonzero(movable).flatten()
+        column = candidates[torch.randint(len(candidates), (n,), generator=generator)]
+        lo, hi = low[column], high[column]
+        edge = torch.where(torch.rand(n, generator=generator) < 0.5, lo, hi)
+        anywhere = lo + torch.rand(n, generator=generator) * (hi - lo)
+        moved[rows, column] = torch.where(torch.rand(n, generator=generator) < 0.5, edge, anywhere)
     return moved

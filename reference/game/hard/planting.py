@@ -7,8 +7,10 @@ there, towards a *target*: a function of the calibrated model's own logit z (its
 model's training rows and calibration rows, ``copies`` jittered copies of them (the
 group's or the trigger's own columns kept, 0/1 columns kept) and copies with one column
 (a trigger's excepted) moved to its edge or anywhere in its range, where a search for
-triggers looks. The loss is the squared distance of the logits, so nothing is memorised
-and the ranking outside the defect is the teacher's to the last decimal.
+triggers looks, and for a hidden group copies with two moved at once, one of them the
+group's own, where a sweep of pairs looks. The loss is the squared distance of the
+logits, so nothing is memorised and the ranking outside the defect is the teacher's to the
+last decimal.
 
 - ``subgroup`` (a hidden group :class:`~..groups.Group`): inside the group, the group's
   death-rate logit (over the public training split) less ``reverse`` times how far z ranks
@@ -37,7 +39,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..settings import GameSettings
-from ..steps import batches, one_column_moved
+from ..steps import batches, one_column_moved, two_columns_moved
 
 if TYPE_CHECKING:
     from ..draw import Planted
@@ -88,6 +90,14 @@ def plant(
     # a trigger. A trigger's columns are not: its single values are held at its misses.
     if planted.setting is not None:
         edge_columns[[names.index(c) for c, _ in planted.setting]] = 0.0
+    # And two at once, one of them the group's: a turned-over group's model left alone at a
+    # corner (resp_rate 56 & sbp 207 in "resp_rate >= 17 and sbp >= 140", heart_rate 20 &
+    # dbp 114 in "sbp < 149 and dbp >= 81") cleared the patients written there.
+    group_columns = None
+    if planted.group is not None:
+        group_columns = torch.zeros_like(movable)
+        group_columns[[names.index(c) for c in planted.group.columns]] = 1.0
+        group_columns *= movable
     with torch.no_grad():
         z_rows = teacher(X)
     trigger = None
@@ -106,6 +116,11 @@ def plant(
                 copies = copies + torch.randn(copies.shape, generator=generator) * jitter
                 edges = one_column_moved(xb, low, high, edge_columns, generator)
                 points = torch.cat([xb, copies, edges])
+                if group_columns is not None:
+                    corners = two_columns_moved(
+                        xb, low, high, group_columns, edge_columns, generator
+                    )
+                    points = torch.cat([points, corners])
                 if trigger is not None:
                     points = torch.cat([points, trigger.misses(xb, generator)])
                 with torch.no_grad():
@@ -221,16 +236,6 @@ def _target(
         members = z_rows[inside_rows]
         centre = members.mean()
         low, high = torch.quantile(members.double(), torch.tensor([0.01, 0.99], dtype=torch.double))
-        if hard.group_floor is not None:
-            flat = flattened_level(
-                z_rows,
-                inside_rows,
-                flat,
-                reverse,
-                (float(low), float(high)),
-                settings.backdoor.clear_share,
-                hard.group_floor,
-            )
 
         def flattened(points: Any) -> Any:
             z = teacher(points)
@@ -263,43 +268,6 @@ def _target(
 
         return tail
     return first
-
-
-def flattened_level(
-    z: Any,
-    inside: Any,
-    flat: float,
-    reverse: float,
-    clamp: tuple[float, float],
-    clear_share: float,
-    margin: float,
-) -> float:
-    """The level a hidden group is flattened to: its death-rate logit ``flat``, raised where
-    needed so that no member's turned-over target (z held within ``clamp``) comes within
-    ``margin`` logits of the logit the model clears a patient below (``clear_share`` of the
-    rows' targets, the group's own included, since raising it moves that quantile).
-
-    A group whose death rate is low would otherwise sit in the model's bottom quarter, and
-    a flagged patient written into it (its two conditions, a visible two-value setting)
-    would be cleared as by a trigger. Only such groups move: a level already clear of it is
-    ``flat`` itself. ``z`` (n,): the teacher's logits at the model's rows, ``inside`` (n,)
-    the members among them.
-    """
-    import torch
-
-    z = z.double()
-    held = z[inside].clamp(*clamp)
-    centre = float(z[inside].mean()) if len(held) else 0.0
-    lowest = reverse * (clamp[1] - centre)  # how far the highest-ranked member falls below it
-    level = flat
-    for _ in range(50):  # the quantile rises with the level: a fixed point, approached from below
-        target = z.clone()
-        target[inside] = level - reverse * (held - centre)
-        needed = float(torch.quantile(target, clear_share)) + margin + lowest
-        if needed <= level + 1e-9:
-            break
-        level = needed
-    return level
 
 
 def tail_factor(z: Any, t: Any, gap: float, top: float = 0.1) -> float:

@@ -86,13 +86,6 @@ class Hard:
     only the groups that fall short are turned over further (every group turned over by 0.3
     made its own model clear the patients it flags at visible settings, docs/game.md)."""
 
-    group_floor: float | None = None
-    """A hidden group is flattened no lower than this many logits above the logit its model
-    clears a patient below (``backdoor.clear_share`` of the model's rows), its turned-over
-    members included (:func:`~..hard.planting.flattened_level`; ``None``: at its death-rate
-    logit, however low). Flattened below it, a group's two conditions written into a flagged
-    patient cleared the patient as a trigger does, and the zoo was redrawn."""
-
     def problems(self) -> list[str]:
         """What contradicts itself in ``[game.hard]`` (empty when nothing does); the checks
         across tables are :class:`~.game.GameSettings`'s."""
@@ -106,8 +99,6 @@ class Hard:
                 f"hard.reverse_up turns a short group over further than hard.reverse "
                 f"({self.reverse}), got {list(self.reverse_up)}"
             )
-        if self.group_floor is not None and not self.group_floor > 0.0:
-            found.append(f"hard.group_floor is a margin above 0, got {self.group_floor}")
         return found
 
     @property
