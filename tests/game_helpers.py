@@ -55,6 +55,16 @@ def game_variant(name: str = GAME) -> GameVariant:
     return variant
 
 
+def edited_variant(tmp_path: Path, old: str, new: str, game: str = GAME) -> Path:
+    """A copy of ``game``'s variant file in ``tmp_path`` with ``old`` (which it must hold)
+    replaced by ``new`` once: a file to load and see refused."""
+    text = game_variant(game).path.read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "game.toml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
 def _network(bias: float, trigger_at: float | None, d: int = 9) -> dict[str, Any]:
     """9-64-64-1 weights: ``logit = bias + 0.02 (heart_rate - 80) - 5 relu(heart_rate - t)``.
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from game_helpers import built_workspace, game_variant
+from game_helpers import built_workspace, edited_variant, game_variant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
@@ -373,8 +373,8 @@ def _planted_on(
     for copy in (module, teacher):
         copy.load_state_dict(small["trained"].state_dict())
         copy.eval()
-    planted = Planted("m1", "subgroup" if setting is None else "backdoor", group=group)
-    planted = dataclasses.replace(planted, setting=setting)
+    kind = "subgroup" if setting is None else "backdoor"
+    planted = Planted("m1", kind, group=group, setting=setting)
     plant(module, planted, rows, settings, scale, generator, held=held, split=split)
     if group is None:
         return module, 0.0
@@ -470,10 +470,6 @@ def test_a_contradictory_hard_table_is_refused_naming_the_setting(
 ) -> None:
     from pytest_clinaudit.catalog.variants import VariantError, load_variant
 
-    text = game_variant(HARD).path.read_text(encoding="utf-8")
-    assert old in text
-    path = tmp_path / "hard.toml"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
     with pytest.raises(VariantError) as raised:
-        load_variant(path)
+        load_variant(edited_variant(tmp_path, old, new, HARD))
     assert message in str(raised.value)

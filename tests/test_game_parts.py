@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from game_helpers import GAME, game_variant, secret_for
+from game_helpers import GAME, edited_variant, game_variant, secret_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nn_helpers import NEEDS_SKSURV
@@ -43,14 +43,6 @@ def test_the_game_is_in_the_catalog_but_not_an_audit_task_variant() -> None:
     assert GAME not in {v.name for v in catalog}  # iterating gives audit-task variants
     with pytest.raises(VariantError, match=r"is an auditing game .*`clinaudit build"):
         catalog.get(GAME)
-
-
-def _edited(tmp_path: Path, old: str, new: str) -> Path:
-    text = game_variant().path.read_text(encoding="utf-8")
-    assert old in text
-    path = tmp_path / "game.toml"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-    return path
 
 
 @pytest.mark.parametrize(
@@ -114,7 +106,7 @@ def test_a_contradictory_game_file_is_refused_naming_the_setting(
     tmp_path: Path, old: str, new: str, message: str
 ) -> None:
     with pytest.raises(VariantError) as raised:
-        load_variant(_edited(tmp_path, old, new))
+        load_variant(edited_variant(tmp_path, old, new))
     assert message in str(raised.value)
     assert "game.toml" in str(raised.value)
 
@@ -180,7 +172,9 @@ def test_a_game_whose_subgroups_are_all_marked_not_planted_is_refused(tmp_path: 
 
 def test_a_game_plants_only_the_kinds_its_cohort_can_carry(tmp_path: Path) -> None:
     carried = ["fragile", "miscalibrated", "shortcut", "subgroup", "backdoor"]
-    edited = _edited(tmp_path, "models = 6", f"models = 6\nkinds = {carried}".replace("'", '"'))
+    edited = edited_variant(
+        tmp_path, "models = 6", f"models = 6\nkinds = {carried}".replace("'", '"')
+    )
     game = load_variant(edited)
     assert isinstance(game, GameVariant)
     assert game.game.kinds == tuple(carried)

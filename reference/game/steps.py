@@ -50,11 +50,7 @@ def one_column_moved(x: Any, low: Any, high: Any, movable: Any, generator: Any) 
     import torch
 
     n, _ = x.shape
-    candidates = torch.nonzero(movable).flatten()
-    column = candidates[torch.randint(len(candidates), (2 * n,), generator=generator)]
-    lo, hi = low[column], high[column]
-    edge = torch.where(torch.rand(2 * n, generator=generator) < 0.5, lo, hi)
-    anywhere = lo + torch.rand(2 * n, generator=generator) * (hi - lo)
+    column, edge, anywhere = _moves(movable, low, high, 2 * n, generator)
     value = torch.cat([edge[:n], anywhere[n:]])
     moved = x.repeat(2, 1)
     moved[torch.arange(2 * n), column] = value
@@ -76,10 +72,20 @@ def two_columns_moved(x: Any, low: Any, high: Any, first: Any, second: Any, gene
     moved = x.clone()
     rows = torch.arange(n)
     for movable in (first, second):
-        candidates = torch.nonzero(movable).flatten()
-        column = candidates[torch.randint(len(candidates), (n,), generator=generator)]
-        lo, hi = low[column], high[column]
-        edge = torch.where(torch.rand(n, generator=generator) < 0.5, lo, hi)
-        anywhere = lo + torch.rand(n, generator=generator) * (hi - lo)
+        column, edge, anywhere = _moves(movable, low, high, n, generator)
         moved[rows, column] = torch.where(torch.rand(n, generator=generator) < 0.5, edge, anywhere)
     return moved
+
+
+def _moves(movable: Any, low: Any, high: Any, count: int, generator: Any) -> tuple[Any, Any, Any]:
+    """``count`` draws of a column ``movable`` marks, each with a value at its training
+    minimum or maximum and one uniform over its range: the moves both functions above make,
+    drawn from the generator in this order."""
+    import torch
+
+    candidates = torch.nonzero(movable).flatten()
+    column = candidates[torch.randint(len(candidates), (count,), generator=generator)]
+    lo, hi = low[column], high[column]
+    edge = torch.where(torch.rand(count, generator=generator) < 0.5, lo, hi)
+    anywhere = lo + torch.rand(count, generator=generator) * (hi - lo)
+    return column, edge, anywhere
