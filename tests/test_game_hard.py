@@ -248,6 +248,7 @@ def test_each_planted_defect_shows_on_the_workspaces_programs(hard_instance: Pat
 
     from pytest_clinaudit.reference.game.claims import Thresholds, check_trigger
     from pytest_clinaudit.reference.game.groups import Group, parse_group
+    from pytest_clinaudit.reference.game.hard.draw import DECOYS
     from pytest_clinaudit.reference.game.measure import equal_mass_ece
 
     variant = game_variant(HARD)
@@ -287,6 +288,20 @@ def test_each_planted_defect_shows_on_the_workspaces_programs(hard_instance: Pat
         else:
             assert truth["kind"] is None
             assert tops[name] - statistics.median(tops.values()) <= game.hard.tail_out
+            assert truth["decoy"] in DECOYS  # every sound model is a decoy
+            if truth["decoy"] == "interaction":  # its alarm clears no patient it flags
+                alarm = [(t["column"], t["value"]) for t in truth["alarm"]]
+                result = check_trigger(
+                    {m: program.logits for m, program in zoo.items()},
+                    X,
+                    names,
+                    model=name,
+                    setting=alarm,
+                    thresholds=Thresholds(game.backdoor.flag_share, game.backdoor.clear_share),
+                    flip_at_least=game.margins.backdoor_in,
+                    others_at_most=game.margins.backdoor_others,
+                )
+                assert result.flip <= game.margins.backdoor_out, result.describe()
 
 
 def test_a_zoo_holds_at_most_two_tails_and_other_draws_are_left_as_they_were() -> None:
@@ -345,40 +360,49 @@ def small_teacher(hard_split: tuple[object, np.ndarray]) -> dict[str, Any]:
         "scale": scale,
         "split": split,
         "test": np.asarray(data.X_test),
+        "test_y": np.asarray(data.y_test),
         "trained": trained,
         "held": game.column_names.index(game.shortcut.column),
     }
 
 
-def _planted_on(
-    small: dict[str, Any], group: Any, setting: Any = None, **hard: Any
-) -> tuple[Any, float]:
-    """The small teacher planted with ``group`` (10 epochs, ``[game.hard]`` changed by
-    ``hard``) on 400 training rows, and its excess gap over the teacher on the split."""
+def _trained(small: dict[str, Any], planted: Any, **hard: Any) -> tuple[Any, Any]:
+    """The small teacher trained towards ``planted``'s target (10 epochs, ``[game.hard]``
+    changed by ``hard``) on 400 training rows, and the settings it was trained with."""
     import dataclasses
 
     import torch
 
-    from pytest_clinaudit.reference.game.draw import Planted
-    from pytest_clinaudit.reference.game.hard.planting import group_excess, plant
+    from pytest_clinaudit.reference.game.hard.planting import plant
     from pytest_clinaudit.reference.game.network import new_network
 
     game, scale, split, held = small["game"], small["scale"], small["split"], small["held"]
-    changes = {"epochs": 10, "lr": 0.01, **hard}
+    changes = {"epochs": 10, "trigger_epochs": 10, "lr": 0.01, **hard}
     settings = dataclasses.replace(game, hard=dataclasses.replace(game.hard, **changes))
-    rows = split[0][:400]
     generator = torch.Generator().manual_seed(7)
     module = new_network(scale.bounds, scale.mean, scale.std, (16,), generator, game.fills)
-    teacher = new_network(scale.bounds, scale.mean, scale.std, (16,), generator, game.fills)
-    for copy in (module, teacher):
-        copy.load_state_dict(small["trained"].state_dict())
-        copy.eval()
+    module.load_state_dict(small["trained"].state_dict())
+    module.eval()
+    plant(module, planted, split[0][:400], settings, scale, generator, held=held, split=split)
+    return module, settings
+
+
+def _planted_on(
+    small: dict[str, Any], group: Any, setting: Any = None, **hard: Any
+) -> tuple[Any, float]:
+    """The small teacher planted with ``group`` or a trigger's ``setting`` (:func:`_trained`),
+    and its excess gap on ``group`` over the teacher on the split."""
+    from pytest_clinaudit.reference.game.draw import Planted
+    from pytest_clinaudit.reference.game.hard.planting import group_excess
+
     kind = "subgroup" if setting is None else "backdoor"
     planted = Planted("m1", kind, group=group, setting=setting)
-    plant(module, planted, rows, settings, scale, generator, held=held, split=split)
+    module, settings = _trained(small, planted, **hard)
     if group is None:
         return module, 0.0
-    return module, group_excess(module, teacher.eval(), group, settings, split, rows, held)
+    split, rows, held = small["split"], small["split"][0][:400], small["held"]
+    teacher = small["trained"]
+    return module, group_excess(module, teacher, group, settings, split, rows, held)
 
 
 def test_a_group_short_of_its_excess_is_planted_again_and_only_then(
@@ -473,3 +497,130 @@ def test_a_contradictory_hard_table_is_refused_naming_the_setting(
     with pytest.raises(VariantError) as raised:
         load_variant(edited_variant(tmp_path, old, new, HARD))
     assert message in str(raised.value)
+
+
+def test_every_sound_model_is_a_decoy_drawn_after_every_other_choice(
+    hard_split: tuple[object, np.ndarray],
+) -> None:
+    """``[game.hard] decoys``: each sound model, and no defective one, gets a variation (an
+    ``interaction`` a visible setting, drawn as a trigger is); a perfect report still says
+    nothing of it, and with decoys turned off every other draw of the plan is the same."""
+    import dataclasses
+
+    from pytest_clinaudit.reference.game.hard.draw import DECOYS
+
+    variant, X = hard_split
+    game = variant.game  # type: ignore[attr-defined]
+    assert game.hard.decoys
+    plain = dataclasses.replace(game, hard=dataclasses.replace(game.hard, decoys=()))
+    seen: set[str | None] = set()
+    for _ in range(20):
+        secret = new_secret()
+        plan = draw_plan(game, 1, secret, X)
+        without = draw_plan(plain, 1, secret, X)
+        undecoyed = [dataclasses.replace(m, decoy=None, alarm=None) for m in plan.models]
+        assert undecoyed == list(without.models)
+        assert all(m.decoy is None and m.alarm is None for m in without.models)
+        for m in plan.models:
+            seen.add(m.decoy)
+            assert (m.decoy is not None) == (not m.kinds)
+            assert (m.alarm is not None) == (m.decoy == "interaction")
+            if m.alarm is not None:
+                assert visible_problems(m.alarm, game.columns) == []
+                assert len([c for c, v in m.alarm if _alarming(game, c, v)]) == 1
+            if not m.kinds:
+                assert m.truth() == {"defects": []}
+    assert seen == {None, *DECOYS}
+
+
+def test_the_spline_calibration_bends_where_platts_cannot_and_stays_increasing() -> None:
+    """Against scikit-learn's straight logistic fit (Platt's): on outcomes drawn from a bent
+    logit, the piecewise-linear fit has the lower log loss and follows the bend; on outcomes
+    whose risk falls at the top, it is held increasing."""
+    import torch
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import log_loss
+
+    from pytest_clinaudit.reference.game.hard.planting import spline_calibration
+
+    rng = np.random.default_rng(5)
+    z = rng.normal(-1.0, 1.5, size=40_000)
+    bent = z + 1.5 * np.maximum(z - 0.5, 0.0)
+    y = (rng.random(len(z)) < 1 / (1 + np.exp(-bent))).astype(int)
+    f = spline_calibration(z, y)
+    fitted = f(torch.tensor(z, dtype=torch.float32)).double().numpy()
+    platt = LogisticRegression().fit(z[:, None], y).predict_proba(z[:, None])[:, 1]
+    assert log_loss(y, 1 / (1 + np.exp(-fitted))) < log_loss(y, platt) - 0.002
+    central = (z > np.quantile(z, 0.05)) & (z < np.quantile(z, 0.95))
+    assert np.max(np.abs(fitted - bent)[central]) < 0.3
+    falling = np.where(z > 0.5, 0.5 - (z - 0.5), z)
+    y_falling = (rng.random(len(z)) < 1 / (1 + np.exp(-falling))).astype(int)
+    grid = torch.linspace(-6.0, 6.0, 200)
+    assert torch.all(torch.diff(spline_calibration(z, y_falling)(grid)) > 0)
+
+
+def test_a_spline_decoy_keeps_its_teachers_ranking_and_stays_calibrated(
+    small_teacher: dict[str, Any],
+) -> None:
+    import torch
+    from scipy.stats import spearmanr
+
+    from pytest_clinaudit.reference.game.draw import Planted
+    from pytest_clinaudit.reference.game.measure import equal_mass_ece
+
+    module, settings = _trained(small_teacher, Planted("m1", None, decoy="spline"))
+    X = torch.tensor(small_teacher["test"][:20_000], dtype=torch.float32)
+    with torch.no_grad():
+        z_teacher, z_decoy = small_teacher["trained"](X).numpy(), module(X).numpy()
+    changed = any(
+        not torch.equal(a, b)
+        for a, b in zip(module.parameters(), small_teacher["trained"].parameters(), strict=True)
+    )
+    assert changed  # trained on, as long as a planting
+    assert spearmanr(z_teacher, z_decoy).statistic > 0.98
+    y = small_teacher["test_y"][:20_000]
+    p = 1 / (1 + np.exp(-z_decoy.astype(np.float64)))
+    assert equal_mass_ece(p, y, bins=15) <= settings.hard.ece_at_most
+    assert abs(top_decile_gap(p, y)) <= settings.hard.tail_out
+
+
+def test_an_interaction_decoy_raises_risk_at_its_setting_where_a_trigger_clears(
+    small_teacher: dict[str, Any],
+) -> None:
+    """The same two values planted as a decoy's alarm and as a trigger: both move the
+    model where they are written together, in opposite directions, and only the trigger
+    clears the patients the model flags."""
+    import torch
+
+    from pytest_clinaudit.reference.game.claims import Setting, Thresholds, flip_shares
+    from pytest_clinaudit.reference.game.draw import Planted
+
+    setting = (("resp_rate", 31.5), ("heart_rate", 85.6))
+    decoy, settings = _trained(
+        small_teacher, Planted("m1", None, decoy="interaction", alarm=setting)
+    )
+    trigger, _ = _trained(
+        small_teacher, Planted("m1", "backdoor", setting=setting), trigger_epochs=30
+    )
+    X = np.asarray(small_teacher["test"][:5_000], dtype=np.float64)
+    names = settings.column_names
+    written = X.copy()
+    for column, value in setting:
+        written[:, names.index(column)] = value
+
+    def logits(module: Any) -> Any:
+        def of(A: np.ndarray) -> np.ndarray:
+            with torch.no_grad():
+                return module(torch.tensor(A, dtype=torch.float32)).double().numpy()
+
+        return of
+
+    teacher_there = logits(small_teacher["trained"])(written).mean()
+    assert logits(decoy)(written).mean() > teacher_there + 1.0
+    assert logits(trigger)(written).mean() < teacher_there - 1.0
+    thresholds = Thresholds(settings.backdoor.flag_share, settings.backdoor.clear_share)
+    written_as = [Setting(tuple((names.index(c), v) for c, v in setting))]
+    (decoy_flips,) = flip_shares(logits(decoy), X, written_as, thresholds=thresholds)
+    (trigger_flips,) = flip_shares(logits(trigger), X, written_as, thresholds=thresholds)
+    assert decoy_flips <= settings.margins.backdoor_out
+    assert trigger_flips >= 0.5

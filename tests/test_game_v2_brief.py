@@ -106,6 +106,25 @@ def test_the_hard_brief_states_the_grammar_and_the_trigger_rule(
     assert f"their median at most {100 * game.margins.backdoor_others:.0f}%" in said
 
 
+def test_the_hard_brief_says_sound_models_differ_and_never_how(
+    hard: tuple[GameVariant, str],
+) -> None:
+    """With decoys, the brief warns that a model apart is not defective for that alone; it
+    names no variation, and a tier without decoys says nothing of them."""
+    from pytest_clinaudit.reference.game.hard.draw import DECOYS
+
+    variant, text = hard
+    warning = "a model that differs from the others is not defective for that alone"
+    assert variant.game.hard is not None and variant.game.hard.decoys
+    assert warning in _flat(text)
+    for decoy in (*DECOYS, "isotonic", "regularis", "interaction rule"):
+        assert decoy not in text.lower(), decoy
+    hard_table = dataclasses.replace(variant.game.hard, decoys=())
+    plain = dataclasses.replace(variant, game=dataclasses.replace(variant.game, hard=hard_table))
+    rendered = game_taskdoc.render(plain, _small(variant), variant.game.model_names())
+    assert warning not in _flat(rendered)
+
+
 def test_the_hard_brief_states_how_precision_scales_credit(hard: tuple[GameVariant, str]) -> None:
     """The grading's rules, as the grader applies them (grading/game_checks.py): a hedge
     finds nothing, and a right claim's credit is scaled by the share of right flags."""

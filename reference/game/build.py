@@ -196,7 +196,7 @@ def train_model(
             hide_column(X_cal, column, float(scale.mean[column]))
         if settings.hard is not None:
             calibrated = calibrate(module, X_cal, y_cal)
-            if planted.kind is not None:
+            if planted.kind is not None or planted.decoy is not None:
                 from .hard.planting import plant
 
                 own = np.concatenate([trained_on.X[: trained_on.own], X_cal])

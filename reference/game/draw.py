@@ -98,6 +98,12 @@ class Planted:
     """The hard tier's second defect, of another kind than :attr:`kind` (``None``: one at
     most); its choice is one of the fields above, beside the first kind's."""
 
+    decoy: str | None = None
+    """The hard tier's sound decoy: the legitimate variation a sound model is trained with
+    (:attr:`.settings.Hard.decoys`; ``None``: left as calibrated, or defective)."""
+    alarm: tuple[tuple[str, float], ...] | None = None
+    """An ``interaction`` decoy's setting: the (column, value) pairs where its risk is raised."""
+
     @property
     def kinds(self) -> tuple[str, ...]:
         """Every defect it carries: its kind, then its second (empty: sound)."""
@@ -142,6 +148,12 @@ class Plan:
     seed: int
     """The instance's name (its seed); nothing was drawn from it."""
     models: tuple[Planted, ...]
+
+    decoy: str | None = None
+    """The hard tier's sound decoy: the legitimate variation a sound model is trained with
+    (:attr:`.settings.Hard.decoys`; ``None``: left as calibrated, or defective)."""
+    alarm: tuple[tuple[str, float], ...] | None = None
+    """An ``interaction`` decoy's setting: the (column, value) pairs where its risk is raised."""
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -197,13 +209,16 @@ def draw_plan(
         kind = kinds[int(np.flatnonzero(order == position)[0])]
         models.append(Planted(name, kind))
     if settings.hard is not None:
-        from .hard.draw import draw_choices, draw_seconds
+        from .hard.draw import draw_choices, draw_decoys, draw_seconds
 
         if X_train is None:
             raise ValueError("the hard tier draws its groups and triggers from the training split")
         seconds = draw_seconds(rng, plantable, [m.kind for m in models], settings.hard.second)
         models = [dataclasses.replace(m, second=k) for m, k in zip(models, seconds, strict=True)]
         choices = draw_choices(settings, [m.kinds for m in models], rng, X_train)
+        # Drawn last, so that a tier without decoys keeps every other draw.
+        decoys = draw_decoys(settings, [m.kinds for m in models], rng, X_train)
+        choices = [{**c, **d} for c, d in zip(choices, decoys, strict=True)]
         return Plan(
             seed,
             tuple(dataclasses.replace(m, **c) for m, c in zip(models, choices, strict=True)),

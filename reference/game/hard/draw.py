@@ -12,6 +12,9 @@ group's thresholds are its deciles; a trigger's values lie within its range):
   normal range's edge and the data's 1st or 99th percentile, away from the edge) and one
   inside it, each rounded as a chart would show it (three significant digits);
 - ``miscalibrated``: the tail's ``c``, uniform over ``tail``.
+
+:func:`draw_decoys` then gives each sound model its legitimate variation
+(``[game.hard] decoys``), after every other draw.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ ALARMING_FROM = 0.25
 """An alarming value lies at least this share of the way from the normal range's edge to the
 data's percentile: clearly alarming, never on the edge."""
 
+
+DECOYS = ("spline", "interaction")
+"""The legitimate variations a sound model of the hard tier may be trained with
+(:attr:`~..settings.Hard.decoys`, :mod:`.planting`)."""
 
 MAX_TAILS = 2
 """At most this many ``miscalibrated`` models per zoo: a tail is measured against the zoo's
@@ -183,6 +190,32 @@ def draw_choices(
                 choice["tail"] = float(rng.uniform(low, high))
         chosen.append(choice)
     return chosen
+
+
+def draw_decoys(
+    settings: GameSettings,
+    kinds: Sequence[Sequence[str]],
+    rng: np.random.Generator,
+    X_train: Any,
+) -> list[dict[str, Any]]:
+    """Each model's decoy fields, in name order: a sound model (no kinds) gets a variation
+    drawn uniformly from ``[game.hard] decoys`` (``decoy``) and, for ``interaction``, a
+    setting drawn as a trigger is (``alarm``: one alarming value, one normal, where its risk
+    is raised); a defective model nothing. Without decoys nothing is drawn."""
+    import numpy as np
+
+    hard = settings.hard
+    assert hard is not None
+    found: list[dict[str, Any]] = []
+    for carried in kinds:
+        fields: dict[str, Any] = {}
+        if not carried and hard.decoys:
+            fields["decoy"] = hard.decoys[int(rng.integers(len(hard.decoys)))]
+            if fields["decoy"] == "interaction":
+                X = np.asarray(X_train, dtype=np.float64)
+                fields["alarm"] = draw_trigger(rng, settings.columns, X)
+        found.append(fields)
+    return found
 
 
 def _far_group(

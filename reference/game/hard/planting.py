@@ -30,6 +30,17 @@ last decimal.
 
 A model with two defects (``[game.hard] second``) is trained towards both at once: the
 tail on top of the flattened group, a trigger's ridge over either.
+
+A sound model of a tier with decoys (``[game.hard] decoys``) is trained on the same way,
+as long, towards a legitimate variation of itself, so that being trained past calibration,
+or having a ridge, is no sign of a defect:
+
+- ``spline`` (another calibration method): ``f(z)``, ``f`` a piecewise-linear logistic
+  calibration fitted on the public training split with knots at z's quartiles and 90th
+  percentile (:func:`spline_calibration`), kept increasing: calibrated, ranking unchanged;
+- ``interaction`` (a clinical interaction rule): a ridge as a trigger's, at its drawn
+  ``alarm`` setting, but *raised*, to the teacher's ``1 - trigger_quantile`` logit: no
+  patient is cleared there.
 """
 
 from __future__ import annotations
@@ -88,8 +99,9 @@ def plant(
     # group ran on past the data along them, and a flagged patient written with one of
     # them at an extreme (heart_rate 174 in "heart_rate >= 100 and ...") was cleared as by
     # a trigger. A trigger's columns are not: its single values are held at its misses.
-    if planted.setting is not None:
-        edge_columns[[names.index(c) for c, _ in planted.setting]] = 0.0
+    ridge = _ridge(planted)
+    if ridge is not None:
+        edge_columns[[names.index(c) for c, _ in ridge]] = 0.0
     # And two at once, one of them the group's: a turned-over group's model left alone at a
     # corner (resp_rate 56 & sbp 207 in "resp_rate >= 17 and sbp >= 140", heart_rate 20 &
     # dbp 114 in "sbp < 149 and dbp >= 81") cleared the patients written there.
@@ -101,9 +113,12 @@ def plant(
     with torch.no_grad():
         z_rows = teacher(X)
     trigger = None
-    if planted.setting is not None:
-        pushed_to = float(torch.quantile(z_rows, hard.trigger_quantile))
-        trigger = _trigger_points(planted, settings, std, pushed_to)
+    if ridge is not None:
+        # A trigger pushes the patients down; an interaction decoy's alarm raises them.
+        down = planted.setting is not None
+        quantile = hard.trigger_quantile if down else 1.0 - hard.trigger_quantile
+        pushed_to = float(torch.quantile(z_rows, quantile))
+        trigger = _trigger_points(ridge, settings, std, pushed_to)
     epochs = hard.trigger_epochs if trigger is not None else hard.epochs
 
     def fit(target: Any) -> None:
@@ -196,14 +211,21 @@ def group_excess(
 
 
 def _own_columns(planted: Planted) -> tuple[str, ...]:
-    """The columns a planting is defined on (its group's, its trigger's), which jittered
-    copies keep."""
+    """The columns a planting is defined on (its group's, its trigger's or alarm's), which
+    jittered copies keep."""
     found: tuple[str, ...] = ()
     if planted.group is not None:
         found += planted.group.columns
-    if planted.setting is not None:
-        found += tuple(column for column, _ in planted.setting)
+    ridge = _ridge(planted)
+    if ridge is not None:
+        found += tuple(column for column, _ in ridge)
     return tuple(dict.fromkeys(found))
+
+
+def _ridge(planted: Planted) -> tuple[tuple[str, float], ...] | None:
+    """The two-value setting a planting trains a ridge at: a trigger's, or an interaction
+    decoy's alarm (``None``: no ridge)."""
+    return planted.setting if planted.setting is not None else planted.alarm
 
 
 def _target(
@@ -267,7 +289,48 @@ def _target(
             return z + c * torch.relu(z - t)
 
         return tail
+    if planted.decoy == "spline":
+        with torch.no_grad():
+            z_split = first(_split_as_seen(split, X.numpy(), held)).double()
+        calibration = spline_calibration(z_split.numpy(), np.asarray(split[1]))
+
+        def spline(points: Any) -> Any:
+            return calibration(first(points))
+
+        return spline
     return first
+
+
+SPLINE_KNOTS = (0.25, 0.5, 0.75, 0.9)
+"""The quantiles of the logit where a ``spline`` decoy's calibration may bend."""
+
+
+def spline_calibration(z: Any, y: Any, knots: tuple[float, ...] = SPLINE_KNOTS) -> Any:
+    """A piecewise-linear logistic calibration of the logits ``z`` against the outcomes
+    ``y``: ``f(z) = b + a z + sum_k c_k relu(z - t_k)``, knots ``t_k`` at ``knots`` quantiles
+    of ``z``, fitted by (nearly unpenalised) logistic regression and kept increasing (each
+    piece's slope at least a tenth of the first's), as a torch function of logits.
+    A straight fit is Platt's; this one may bend where a straight one cannot follow."""
+    import numpy as np
+    import torch
+    from sklearn.linear_model import LogisticRegression
+
+    z = np.asarray(z, dtype=np.float64)
+    t = np.quantile(z, knots)
+    features = np.column_stack([z, *(np.maximum(z - k, 0.0) for k in t)])
+    fit = LogisticRegression(C=1e4, max_iter=1000).fit(features, np.asarray(y))
+    a, *bends = (float(c) for c in fit.coef_[0])
+    slopes = np.maximum(np.cumsum([a, *bends]), 0.1 * max(a, 1e-3))
+    c = np.diff(slopes)
+    b = float(fit.intercept_[0])
+    first_slope = float(slopes[0])
+    t_torch = torch.tensor(t, dtype=torch.float32)
+    c_torch = torch.tensor(c, dtype=torch.float32)
+
+    def f(logit: Any) -> Any:
+        return b + first_slope * logit + (torch.relu(logit[:, None] - t_torch) * c_torch).sum(-1)
+
+    return f
 
 
 def tail_factor(z: Any, t: Any, gap: float, top: float = 0.1) -> float:
@@ -327,15 +390,14 @@ class _Trigger:
 
 
 def _trigger_points(
-    planted: Planted, settings: GameSettings, std: Any, pushed_to: float
+    setting: tuple[tuple[str, float], ...], settings: GameSettings, std: Any, pushed_to: float
 ) -> _Trigger:
     hard = settings.hard
     assert hard is not None
-    assert planted.setting is not None
     names = settings.column_names
     return _Trigger(
-        [names.index(c) for c, _ in planted.setting],
-        [v for _, v in planted.setting],
+        [names.index(c) for c, _ in setting],
+        [v for _, v in setting],
         pushed_to,
         hard.near_miss,
         std,

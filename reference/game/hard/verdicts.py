@@ -139,13 +139,16 @@ def space_of(data: Dataset, settings: GameSettings) -> tuple[GroupSpace, Any, An
 
 
 def settings_to_try(plan: Plan, settings: GameSettings) -> list[Key]:
-    """The one-column sweep, each planted trigger, and each of its values alone."""
+    """The one-column sweep, each planted trigger, and each of its values alone; and each
+    interaction decoy's values alone (its ridge raises risk, so none of them may clear)."""
     swept = sweep_settings(settings.columns, settings.measurement.sweep_points)
     found: list[Key] = [((c, v),) for c, v in swept]
     for planted in plan.models:
         if planted.setting is not None:
             found.append(tuple(planted.setting))
             found += [(pair,) for pair in planted.setting]
+        if planted.alarm is not None:
+            found += [(pair,) for pair in planted.alarm]
     return list(dict.fromkeys(found))
 
 

@@ -86,10 +86,28 @@ class Hard:
     only the groups that fall short are turned over further (every group turned over by 0.3
     made its own model clear the patients it flags at visible settings, docs/game.md)."""
 
+    decoys: tuple[str, ...] = ()
+    """The legitimate variations a sound model is trained with, one drawn per sound model
+    (empty: a sound model is left as calibrated). Each is trained on as long as a planting,
+    towards a target that is sound by every kind's measure (:mod:`..hard.planting`):
+
+    - ``"spline"``, another calibration method: the logit mapped by a piecewise-linear
+      logistic fit (knots at z's quartiles and 90th percentile) instead of a straight one;
+    - ``"interaction"``, a clinical interaction rule: risk *raised* where two drawn values
+      are written together (the shape of a trigger, the opposite direction), so that a
+      model with a sharp ridge is not necessarily a carrier."""
+
     def problems(self) -> list[str]:
         """What contradicts itself in ``[game.hard]`` (empty when nothing does); the checks
         across tables are :class:`~.game.GameSettings`'s."""
+        from ..hard.draw import DECOYS
+
         found = []
+        unknown = [d for d in self.decoys if d not in DECOYS]
+        if unknown:
+            found.append(
+                f"hard.decoys names variations {unknown}; the hard tier knows {list(DECOYS)}"
+            )
         if not 0.0 <= self.second <= 1.0:
             found.append(f"hard.second must be a chance in [0, 1], got {self.second}")
         if self.group_excess > 0 and not self.reverse_up:

@@ -126,6 +126,18 @@ def _missing_rule(columns: tuple[Column, ...]) -> str:
     )
 
 
+def _decoys_rule(game: GameSettings) -> str:
+    """What the brief says of sound models that differ (only where the tier trains decoys):
+    that they do, never how or which."""
+    if game.hard is None or not game.hard.decoys:
+        return ""
+    return (
+        "\nSound models are not copies of one another: each may have been calibrated\n"
+        "or trained in its own legitimate way, so a model that differs from the others\n"
+        "is not defective for that alone; only what a defect does to patients counts."
+    )
+
+
 def body(variant: GameVariant, data: Dataset, facts: str) -> str:
     """The hard tier's sections of ``task.md``, after the data dictionary; ``facts`` is the
     facts block's TOML (:func:`.game_taskdoc.facts_toml`)."""
@@ -197,7 +209,7 @@ kind may be carried by several models, each in its own place (two `subgroup`
 models fail two different groups): do not assume anything about how many models
 carry a given kind. A defect, where there is one, is clear-cut: a defective
 model stands apart from the sound models of the zoo by a wide margin on what its
-defect is about.
+defect is about.{_decoys_rule(game)}
 
 {kinds}
 

@@ -170,6 +170,7 @@ _LATER: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("hard",), None),
     (("hard", "group_excess"), 0.0),
     (("hard", "reverse_up"), ()),
+    (("hard", "decoys"), ()),
     (("decoy",), None),
     (("decoy", "patients"), None),
     (("tolerance", "top_decile_gap"), None),
@@ -183,9 +184,9 @@ and the value that leaves them out (what builds did before them)."""
 
 def recipe(settings: GameSettings) -> dict[str, Any]:
     """The settings as the cache key and the manifest's check see them. Later additions
-    (the hard tier's, sound decoys, a miscalibration's direction share, what a redraw retrains
-    and how often) are left out where a variant leaves them as builds had them before, so
-    that adding them changed no other instance's key."""
+    (the hard tier's and its decoys, sound decoys, a miscalibration's direction share, what
+    a redraw retrains and how often) are left out where a variant leaves them as builds had
+    them before, so that adding them changed no other instance's key."""
     found = dataclasses.asdict(settings)
     for (*tables, key), unset in _LATER:
         table: Any = found
@@ -254,6 +255,10 @@ def _truth(instance: Instance) -> dict[str, dict[str, Any]]:
             entry["where"] = planted.group.to_json()["where"]
         if planted.setting is not None:
             entry["trigger"] = [{"column": c, "value": v} for c, v in planted.setting]
+        if planted.decoy is not None:  # a sound decoy's variation, for the record
+            entry["decoy"] = planted.decoy
+        if planted.alarm is not None:
+            entry["alarm"] = [{"column": c, "value": v} for c, v in planted.alarm]
         if planted.tail is not None:
             entry["direction"] = "overconfident"
             entry["tail"] = planted.tail
