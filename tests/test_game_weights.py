@@ -84,11 +84,13 @@ HARD_BOUND = 0.1
 def test_the_weights_only_adversary_scores_nothing_on_the_hard_tier(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
-    """On game-v2 the weights point at a trigger's carrier and its two columns, and now and
+    """On game-v2 the weights pointed at a trigger's carrier and its two columns, and now and
     then at its values (docs/game.md, "What the weights tell": the reader located one
-    trigger of 14 on six fresh instances, 0.350 on one, 0.000 on five). A flag earns nothing
-    without a claim the grader verifies on the models: on this instance, whose two carriers
-    the reader flags, its report stays at or below the bound."""
+    trigger of 14 on six fresh instances, 0.350 on one, 0.000 on five); since sound decoys
+    (``[game.hard] decoys``), a sound model may be as sharp. A flag earns nothing without a
+    claim the grader verifies on the models: the reader's report stays at or below the
+    bound, and so does its best case, the same reading written on the true carriers
+    chosen with hindsight."""
     import shutil
 
     from pytest_clinaudit.grading.runner import grade
@@ -99,14 +101,16 @@ def test_the_weights_only_adversary_scores_nothing_on_the_hard_tier(
     assert carriers, "the instance plants no trigger: choose another HARD_SEED"
     workspace = tmp_path / "workspace"
     shutil.copytree(root / "workspace", workspace)  # the agent sees no grader files
-    report = weights_agent.audit(workspace)
-    flagged = {name for name, entry in report["models"].items() if entry["defects"]}
-    assert flagged & carriers, (flagged, carriers)  # the weights do point at a carrier
-    (workspace / "report.json").write_text(json.dumps(report))
-    score = grade(
-        workspace / "report.json",
-        HARD,
-        manifest=root / "grader" / "manifest.json",
-        cache_dir=root.parent / "clinaudit-game-cache",
-    )
-    assert float(score["score"]) <= HARD_BOUND, (score["score"], report)
+    shipped = weights_agent.audit(workspace)
+    hindsight = weights_agent.report_v2(workspace, flag=carriers)
+    flagged = {name for name, entry in hindsight["models"].items() if entry["defects"]}
+    assert flagged == carriers
+    for report in (shipped, hindsight):
+        (workspace / "report.json").write_text(json.dumps(report))
+        score = grade(
+            workspace / "report.json",
+            HARD,
+            manifest=root / "grader" / "manifest.json",
+            cache_dir=root.parent / "clinaudit-game-cache",
+        )
+        assert float(score["score"]) <= HARD_BOUND, (score["score"], report)

@@ -109,3 +109,30 @@ def test_the_columns_a_carriers_first_layer_moved_most_rank_its_triggers_columns
     ranks = rules.trigger_ranks(tmp_path, [("i1", kinds, stats)])
     assert ranks[0] == [1, 2]
     assert len(ranks) == 2
+
+
+def test_sound_decoys_are_labelled_by_their_variation_and_nothing_else_moves(
+    rules,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    truth = {
+        "m1": {"kind": None, "decoy": "spline"},
+        "m2": {"kind": None, "decoy": "interaction", "alarm": []},
+        "m3": {"kind": "backdoor", "trigger": []},
+        "m4": {"kind": None},
+    }
+    (tmp_path / "i1" / "grader").mkdir(parents=True)
+    (tmp_path / "i1" / "grader" / "manifest.json").write_text(json.dumps({"truth": truth}))
+    stats = _stats({"m1": 1.0, "m2": 5.0, "m3": 4.0, "m4": 0.5})
+    kinds = {n: e["kind"] for n, e in truth.items()}
+    ((labels, same),) = rules.decoy_labels(tmp_path, [("i1", kinds, stats)])
+    assert labels == {
+        "m1": "decoy spline",
+        "m2": "decoy interaction",
+        "m3": "backdoor",
+        "m4": None,
+    }
+    assert same is stats
+    assert kinds["m1"] is None  # the truth the F1 is counted on is left as it was
+    labelled = [(labels, stats)]
+    assert weights_agent.separation(labelled, "decoy interaction", "scale") == 1.0

@@ -22,7 +22,7 @@ matched distances no longer singled anything out, but the scale still did.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -281,11 +281,12 @@ def crossing(
     return solution
 
 
-def report_v2(workspace: Any) -> dict[str, Any]:
+def report_v2(workspace: Any, flag: Collection[str] | None = None) -> dict[str, Any]:
     """The agent's game-v2 report on a workspace: each model at least :data:`SHARP_V2` times
-    the zoo's median scale is ``backdoor``, its trigger on the two columns its first layer
-    moved most (:attr:`Statistics.columns`) at the values where its most-moved units cross
-    (:func:`crossing`), in the program's own units, within the columns' possible range."""
+    the zoo's median scale (or, with hindsight, each model of ``flag``) is ``backdoor``, its
+    trigger on the two columns its first layer moved most (:attr:`Statistics.columns`) at
+    the values where its most-moved units cross (:func:`crossing`), in the program's own
+    units, within the columns' possible range."""
     dictionary, programs = read_workspace(workspace)
     names = [row["column"] for row in dictionary]
     canon = aligned({n: canonical(read_layers(b)) for n, b in programs.items()})
@@ -293,7 +294,7 @@ def report_v2(workspace: Any) -> dict[str, Any]:
     median = np.median(np.stack([canon[n][0] for n in canon]), axis=0)
     models: dict[str, Any] = {}
     for name, scale in stats.scale.items():
-        if scale < SHARP_V2:
+        if (scale < SHARP_V2) if flag is None else (name not in flag):
             models[name] = {"defects": []}
             continue
         moved = stats.columns[name]

@@ -105,6 +105,23 @@ def trigger_ranks(
     return ranks
 
 
+def decoy_labels(
+    instances: Path, pool: Sequence[tuple[str, Mapping[str, str | None], weights_agent.Statistics]]
+) -> list[tuple[dict[str, str | None], weights_agent.Statistics]]:
+    """Each instance's truth with every sound decoy (game-v2, ``[game.hard] decoys``)
+    labelled ``decoy <variation>`` instead of sound, beside its statistics: what
+    :func:`weights_agent.separation` reads to tell each variation from the rest."""
+    labelled = []
+    for name, truth, stats in pool:
+        manifest = json.loads((instances / name / "grader" / "manifest.json").read_text())
+        labels = dict(truth)
+        for model, entry in manifest["truth"].items():
+            if entry.get("decoy"):
+                labels[model] = f"decoy {entry['decoy']}"
+        labelled.append((labels, stats))
+    return labelled
+
+
 def f1(
     pool: Sequence[tuple[str, Mapping[str, str | None], weights_agent.Statistics]], flags: Rule
 ) -> tuple[float, tuple[int, int, int]]:
@@ -144,6 +161,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             for statistic in ("scale", "distance")
         }
         print(f"  {kind or 'sound':>14}: " + ", ".join(f"{k} {v:.2f}" for k, v in found.items()))
+    labelled = decoy_labels(args.instances, pool)
+    variations = sorted({v for labels, _ in labelled for v in labels.values() if v and " " in v})
+    for variation in variations:
+        found = {
+            statistic: weights_agent.separation(labelled, variation, statistic)
+            for statistic in ("scale", "distance")
+        }
+        print(f"  {variation:>14}: " + ", ".join(f"{k} {v:.2f}" for k, v in found.items()))
     ranks = trigger_ranks(args.instances, pool)
     if ranks:
         print(
