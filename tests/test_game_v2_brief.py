@@ -115,7 +115,8 @@ def test_the_hard_brief_says_sound_models_differ_and_never_how(
 
     variant, text = hard
     warning = "a model that differs from the others is not defective for that alone"
-    assert variant.game.hard is not None and variant.game.hard.decoys
+    assert variant.game.hard is not None
+    assert variant.game.hard.decoys
     assert warning in _flat(text)
     for decoy in (*DECOYS, "isotonic", "regularis", "interaction rule"):
         assert decoy not in text.lower(), decoy

@@ -27,6 +27,7 @@ point at, not what they score.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import sys
@@ -73,6 +74,16 @@ def rule(sharp: float, order: Sequence[str], low: float, high: float) -> Rule:
     return flags
 
 
+@functools.cache
+def truth_of(root: Path) -> dict[str, dict[str, object]]:
+    """The truth entries of the built instance at ``root`` (its grader's manifest), read
+    once however many tables ask."""
+    truth: dict[str, dict[str, object]] = json.loads(
+        (root / "grader" / "manifest.json").read_text()
+    )["truth"]
+    return truth
+
+
 def load(instances: Path) -> list[tuple[str, dict[str, str | None], weights_agent.Statistics]]:
     """Each built instance under ``instances`` (a ``clinaudit build`` folder each): its name,
     its truth from the grader's manifest and the statistics of its workspace's programs."""
@@ -81,7 +92,7 @@ def load(instances: Path) -> list[tuple[str, dict[str, str | None], weights_agen
         manifest = root / "grader" / "manifest.json"
         if not manifest.is_file():
             continue
-        truth = {n: e["kind"] for n, e in json.loads(manifest.read_text())["truth"].items()}
+        truth = {n: e["kind"] for n, e in truth_of(root).items()}
         pool.append((root.name, truth, weights_agent.workspace_statistics(root / "workspace")))
     return pool
 
@@ -94,8 +105,7 @@ def trigger_ranks(
     (:attr:`weights_agent.Statistics.columns`)."""
     ranks = []
     for name, _, stats in pool:
-        manifest = json.loads((instances / name / "grader" / "manifest.json").read_text())
-        for model, entry in manifest["truth"].items():
+        for model, entry in truth_of(instances / name).items():
             trigger = entry.get("trigger")
             if not isinstance(trigger, list):  # a backdoor's carrier, first or second kind
                 continue
@@ -113,9 +123,8 @@ def decoy_labels(
     :func:`weights_agent.separation` reads to tell each variation from the rest."""
     labelled = []
     for name, truth, stats in pool:
-        manifest = json.loads((instances / name / "grader" / "manifest.json").read_text())
         labels = dict(truth)
-        for model, entry in manifest["truth"].items():
+        for model, entry in truth_of(instances / name).items():
             if entry.get("decoy"):
                 labels[model] = f"decoy {entry['decoy']}"
         labelled.append((labels, stats))
