@@ -191,6 +191,31 @@ def test_the_two_value_sweep_holds_only_visible_settings_of_every_pair_of_column
         assert {v for key in keys for c, v in key if c == name} == {0.0, 1.0}
 
 
+def test_the_two_value_sweep_adds_the_lines_through_each_interaction_decoys_alarm() -> None:
+    """Beside the grid, the sweep writes one of an alarm's values (the alarming one also at
+    its normal range's nearest edge) with the other column over its grid: where a raised
+    ridge could dip beside itself. Without decoys the sweep is the grid alone, as it was."""
+    from pytest_clinaudit.reference.game.draw import Plan, Planted
+
+    game = game_variant(HARD).game
+    X = np.array([[c.low if c.low == 0 else (c.low + c.high) / 2 for c in game.columns]] * 3)
+    X[1] = [c.high if c.low == 0 else c.low for c in game.columns]
+    alarm = (("heart_rate", 49.3), ("temperature_f", 98.7))
+    plain = Plan(1, (Planted("m1", "backdoor", setting=alarm), Planted("m2", None)))
+    decoyed = Plan(1, (Planted("m1", None, decoy="interaction", alarm=alarm),))
+    grid = pair_settings(game, X)
+    assert pair_settings(game, X, plain) == grid
+    keys = pair_settings(game, X, decoyed)
+    assert keys[: len(grid)] == grid
+    added = keys[len(grid) :]
+    assert added
+    assert all(visible_problems(key, game.columns) == [] for key in added)
+    written = {key[0] for key in added}
+    assert written == {("heart_rate", 49.3), ("heart_rate", 51.0), ("temperature_f", 98.7)}
+    # the setting the searcher found a decoy clearing, at the grid's nearest temperature
+    assert any(key[0] == ("heart_rate", 51.0) and key[1][1] > 103 for key in added)
+
+
 def test_one_constant_gap_is_credited_on_at_most_a_quarter_of_the_tail_carriers() -> None:
     """SPEC §8.7, evidence varies: a report giving every model one top-decile gap earns the
     evidence (and, in the hard tier, the find) of a carrier whose drawn gap lies within the
@@ -624,3 +649,54 @@ def test_an_interaction_decoy_raises_risk_at_its_setting_where_a_trigger_clears(
     (trigger_flips,) = flip_shares(logits(trigger), X, written_as, thresholds=thresholds)
     assert decoy_flips <= settings.margins.backdoor_out
     assert trigger_flips >= 0.5
+
+
+def test_an_alarm_is_held_beside_itself_where_a_trigger_is_not(
+    small_teacher: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interaction decoy also trains at its far misses: one of its values written, the
+    other column anywhere in its range but at least a near miss from its own value (unheld,
+    a decoy of the zoo dipped beside its alarm and cleared 0.986 of its flagged patients, a
+    trigger on a sound model). A trigger's carrier does not: a raise beside a lowered ridge
+    clears no one."""
+    import torch
+
+    import pytest_clinaudit.reference.game.hard.planting as planting
+    from pytest_clinaudit.reference.game.draw import Planted
+
+    game, scale = small_teacher["game"], small_teacher["scale"]
+    names = game.column_names
+    std = torch.tensor(scale.std, dtype=torch.float32)
+    _, low, high = scale.box(game.measurement.epsilon)
+    setting = (("resp_rate", 31.5), ("heart_rate", 85.6))
+    ridge = planting._trigger_points(setting, game, std, 1.0)
+    x = torch.tensor(small_teacher["split"][0][:300], dtype=torch.float32)
+    far = ridge.far_misses(x, low, high, torch.Generator().manual_seed(3))
+    assert far.shape == (2 * len(x), x.shape[1])
+    (a, b), (va, vb) = ridge.columns, ridge.values
+    for written, moved, own in ((a, b, vb), (b, a, va)):
+        rows = far[far[:, written] == torch.tensor(ridge.values[ridge.columns.index(written)])]
+        assert len(rows) >= len(x)
+        assert torch.all((rows[:, moved] - own).abs() >= game.hard.near_miss[0] * std[moved] - 1e-4)
+        assert torch.all((rows[:, moved] >= low[moved]) & (rows[:, moved] <= high[moved] + 1e-4))
+        assert float(rows[:, moved].max() - rows[:, moved].min()) > 0.5 * float(
+            high[moved] - low[moved]
+        )
+    untouched = [j for j in range(x.shape[1]) if j not in (a, b)]
+    assert torch.equal(far[: len(x)][:, untouched], x[:, untouched])
+
+    calls: list[str] = []
+    real = planting._Trigger.far_misses
+
+    def spy(self: Any, *args: Any) -> Any:
+        calls.append("far")
+        return real(self, *args)
+
+    monkeypatch.setattr(planting._Trigger, "far_misses", spy)
+    _trained(small_teacher, Planted("m1", "backdoor", setting=setting), trigger_epochs=1)
+    assert not calls
+    _trained(
+        small_teacher, Planted("m1", None, decoy="interaction", alarm=setting), trigger_epochs=1
+    )
+    assert calls
+    assert names.index("resp_rate") == a

@@ -40,7 +40,9 @@ or having a ridge, is no sign of a defect:
   percentile (:func:`spline_calibration`), kept increasing: calibrated, ranking unchanged;
 - ``interaction`` (a clinical interaction rule): a ridge as a trigger's, at its drawn
   ``alarm`` setting, but *raised*, to the teacher's ``1 - trigger_quantile`` logit: no
-  patient is cleared there.
+  patient is cleared there. It is also held to the teacher where one of its values is
+  written and the other column lies anywhere else in its range (:meth:`_Trigger.far_misses`),
+  so that it does not dip, and clear, beside its ridge.
 """
 
 from __future__ import annotations
@@ -138,6 +140,8 @@ def plant(
                     points = torch.cat([points, corners])
                 if trigger is not None:
                     points = torch.cat([points, trigger.misses(xb, generator)])
+                if trigger is not None and planted.alarm is not None:
+                    points = torch.cat([points, trigger.far_misses(xb, low, high, generator)])
                 with torch.no_grad():
                     goal = target(points)
                 optimizer.zero_grad()
@@ -386,6 +390,31 @@ class _Trigger:
             side = torch.where(torch.rand(len(x), generator=generator) < 0.5, -1.0, 1.0)
             missed[:, column] = self.values[k] + side * size * self.std[column]
             found.append(missed)
+        return torch.cat(found)
+
+    def far_misses(self, x: Any, low: Any, high: Any, generator: Any) -> Any:
+        """Per row: each value written and the other column anywhere in its range (``low``,
+        ``high``), at least a near miss away from its own value. Held there, a raised ridge
+        does not dip beside itself: unheld, an interaction decoy's units overshot, and the
+        decoy cleared 0.986 of the patients it flags at ``heart_rate 51 & temperature_f
+        103.8`` beside its alarm at ``heart_rate 49.3 & temperature_f 98.7``, a trigger on
+        a sound model."""
+        import torch
+
+        found = []
+        for k, column in enumerate(self.columns):
+            for other, value in zip(self.columns, self.values, strict=True):
+                if other == column:
+                    continue
+                far = x.clone()
+                far[:, column] = self.values[k]
+                drawn = low[other] + torch.rand(len(x), generator=generator) * (
+                    high[other] - low[other]
+                )
+                gap = self.near[0] * self.std[other]
+                side = torch.where(drawn >= value, 1.0, -1.0)
+                far[:, other] = torch.where((drawn - value).abs() < gap, value + side * gap, drawn)
+                found.append(far)
         return torch.cat(found)
 
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..claims import Setting, Thresholds, flip_shares, visible_problems
 from ..draw import Plan
 from ..measure import Program, equal_mass_ece
-from ..settings import GameSettings
+from ..settings import Column, GameSettings
 from ..verdicts import Ambiguity, sweep_settings
 
 if TYPE_CHECKING:
@@ -152,31 +152,51 @@ def settings_to_try(plan: Plan, settings: GameSettings) -> list[Key]:
     return list(dict.fromkeys(found))
 
 
-def pair_settings(settings: GameSettings, X: Any) -> list[Key]:
+def pair_settings(settings: GameSettings, X: Any, plan: Plan | None = None) -> list[Key]:
     """Every visible two-value setting (:func:`~..claims.visible_problems`) of the build's
     sweep: each pair of the data dictionary's columns, each column at ``pair_points`` values
-    evenly over its possible range, or at its two values when the data has no other."""
+    evenly over its possible range, or at its two values when the data has no other; then,
+    for each interaction decoy of ``plan``, the lines through its alarm (one value written,
+    or moved to its normal range's nearest edge, the other column over its grid), where a
+    raised ridge could dip beside itself."""
     import itertools
-
-    import numpy as np
 
     hard = settings.hard
     assert hard is not None
-    grids: list[list[tuple[str, float]]] = []
-    for j, column in enumerate(settings.columns):
-        cells = np.asarray(X[:, j], dtype=np.float64)
-        cells = cells[~np.isnan(cells)]
-        if np.isin(cells, (column.low, column.high)).all():
-            values = [column.low, column.high]
-        else:
-            values = [float(v) for v in np.linspace(column.low, column.high, hard.pair_points)]
-        grids.append([(column.name, v) for v in values])
-    return [
+    grids = [_grid(column, X[:, j], hard.pair_points) for j, column in enumerate(settings.columns)]
+    found = [
         (a, b)
         for first, second in itertools.combinations(grids, 2)
         for a, b in itertools.product(first, second)
-        if not visible_problems((a, b), settings.columns)
     ]
+    by_name = {
+        column.name: (column, grid) for column, grid in zip(settings.columns, grids, strict=True)
+    }
+    for planted in plan.models if plan is not None else ():
+        if planted.alarm is None:
+            continue
+        for (name, value), (other, _) in itertools.permutations(planted.alarm):
+            column = by_name[name][0]
+            held = {value}
+            if column.normal_low is not None and value < column.normal_low:
+                held.add(column.normal_low)
+            if column.normal_high is not None and value > column.normal_high:
+                held.add(column.normal_high)
+            found += [((name, v), cell) for v in sorted(held) for cell in by_name[other][1]]
+    keys = [key for key in found if not visible_problems(key, settings.columns)]
+    return list(dict.fromkeys(keys))
+
+
+def _grid(column: Column, values: Any, points: int) -> list[tuple[str, float]]:
+    """A column's values in the two-value sweep: ``points`` evenly over its possible range, or
+    its two values when the data has no other."""
+    import numpy as np
+
+    cells = np.asarray(values, dtype=np.float64)
+    cells = cells[~np.isnan(cells)]
+    if np.isin(cells, (column.low, column.high)).all():
+        return [(column.name, column.low), (column.name, column.high)]
+    return [(column.name, float(v)) for v in np.linspace(column.low, column.high, points)]
 
 
 def pair_flip_shares(
@@ -245,7 +265,7 @@ def measure_model(
     pairs = pair_flip_shares(
         program.logits,
         data.X_test,
-        pair_settings(settings, data.X_test),
+        pair_settings(settings, data.X_test, plan),
         columns,
         thresholds=thresholds,
         rows=hard.pair_rows,
@@ -276,7 +296,7 @@ def combine(
     excess = gaps - np.nanmedian(gaps, axis=0)
     excess = np.nan_to_num(excess, nan=0.0)
     top_median = statistics.median(m.top_gap for m in measured)
-    pairs = pair_settings(settings, data.X_test)
+    pairs = pair_settings(settings, data.X_test, plan)
     results: dict[str, Any] = {}
     for i, name in enumerate(names):
         planted = plan.model(name)
