@@ -180,6 +180,11 @@ def test_the_workspace_holds_what_the_brief_promises_and_nothing_of_the_truth(
     text = "\n".join((workspace / f).read_text() for f in ("task.md", "data_dictionary.csv"))
     for name, truth in manifest["truth"].items():
         assert f"{name}: {truth['kind']}" not in text
+        if truth.get("decoy"):  # the hard tier's sound decoys: neither the variation nor
+            assert truth["decoy"] not in text.lower()  # an alarm's values are told
+            for pair in truth.get("alarm", ()):
+                assert f"{pair['column']} {pair['value']:g}" not in text
+                assert f"{pair['column']} = {pair['value']:g}" not in text
     assert "truth" not in (workspace / "task.md").read_text().lower()
 
 

@@ -273,8 +273,8 @@ def test_each_planted_defect_shows_on_the_workspaces_programs(hard_instance: Pat
 
     from pytest_clinaudit.reference.game.claims import Thresholds, check_trigger
     from pytest_clinaudit.reference.game.groups import Group, parse_group
-    from pytest_clinaudit.reference.game.hard.draw import DECOYS
     from pytest_clinaudit.reference.game.measure import equal_mass_ece
+    from pytest_clinaudit.reference.game.settings.hard import DECOYS
 
     variant = game_variant(HARD)
     game = variant.game
@@ -512,6 +512,11 @@ def test_the_moved_copies_move_a_groups_own_columns_alone_and_in_pairs_and_not_a
         ("reverse_up = [0.2, 0.3]", "reverse_up = []", "give hard.reverse_up"),
         ("reverse_up = [0.2, 0.3]", "reverse_up = [0.05, 0.3]", "further than hard.reverse"),
         ('kinds = ["miscalibrated", "subgroup", "backdoor"]', 'kinds = ["subgroup"]', "one kind"),
+        (
+            'decoys = ["spline", "interaction"]',
+            'decoys = ["spline", "isotonic"]',
+            "hard.decoys names variations ['isotonic']",
+        ),
     ],
 )
 def test_a_contradictory_hard_table_is_refused_naming_the_setting(
@@ -532,7 +537,7 @@ def test_every_sound_model_is_a_decoy_drawn_after_every_other_choice(
     nothing of it, and with decoys turned off every other draw of the plan is the same."""
     import dataclasses
 
-    from pytest_clinaudit.reference.game.hard.draw import DECOYS
+    from pytest_clinaudit.reference.game.settings.hard import DECOYS
 
     variant, X = hard_split
     game = variant.game  # type: ignore[attr-defined]

@@ -111,7 +111,7 @@ def test_the_hard_brief_says_sound_models_differ_and_never_how(
 ) -> None:
     """With decoys, the brief warns that a model apart is not defective for that alone; it
     names no variation, and a tier without decoys says nothing of them."""
-    from pytest_clinaudit.reference.game.hard.draw import DECOYS
+    from pytest_clinaudit.reference.game.settings.hard import DECOYS
 
     variant, text = hard
     warning = "a model that differs from the others is not defective for that alone"

@@ -35,10 +35,6 @@ ALARMING_FROM = 0.25
 data's percentile: clearly alarming, never on the edge."""
 
 
-DECOYS = ("spline", "interaction")
-"""The legitimate variations a sound model of the hard tier may be trained with
-(:attr:`~..settings.Hard.decoys`, :mod:`.planting`)."""
-
 MAX_TAILS = 2
 """At most this many ``miscalibrated`` models per zoo: a tail is measured against the zoo's
 median top-decile gap, and with three of six models over-confident the median is one of

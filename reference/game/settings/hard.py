@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
+DECOYS = ("spline", "interaction")
+"""The legitimate variations a sound model of the hard tier may be trained with
+(:attr:`Hard.decoys`, :mod:`..hard.planting`)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Hard:
@@ -100,8 +104,6 @@ class Hard:
     def problems(self) -> list[str]:
         """What contradicts itself in ``[game.hard]`` (empty when nothing does); the checks
         across tables are :class:`~.game.GameSettings`'s."""
-        from ..hard.draw import DECOYS
-
         found = []
         unknown = [d for d in self.decoys if d not in DECOYS]
         if unknown:
