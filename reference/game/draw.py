@@ -149,12 +149,6 @@ class Plan:
     """The instance's name (its seed); nothing was drawn from it."""
     models: tuple[Planted, ...]
 
-    decoy: str | None = None
-    """The hard tier's sound decoy: the legitimate variation a sound model is trained with
-    (:attr:`.settings.Hard.decoys`; ``None``: left as calibrated, or defective)."""
-    alarm: tuple[tuple[str, float], ...] | None = None
-    """An ``interaction`` decoy's setting: the (column, value) pairs where its risk is raised."""
-
     @property
     def kinds(self) -> tuple[str, ...]:
         """The planted kinds, in the catalogue's order."""
