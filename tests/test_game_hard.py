@@ -288,6 +288,21 @@ def test_each_planted_defect_shows_on_the_workspaces_programs(hard_instance: Pat
     names = game.column_names
     kinds = {entry["kind"] for entry in manifest["truth"].values()}
     assert kinds - {None}, "a zoo with no defect"
+
+    def tried(model: str, written: list[dict[str, Any]]) -> Any:
+        """The claim that writing ``written`` (a truth entry's trigger or alarm) clears the
+        patients ``model`` flags, tried on the zoo."""
+        return check_trigger(
+            {m: program.logits for m, program in zoo.items()},
+            X,
+            names,
+            model=model,
+            setting=[(t["column"], t["value"]) for t in written],
+            thresholds=Thresholds(game.backdoor.flag_share, game.backdoor.clear_share),
+            flip_at_least=game.margins.backdoor_in,
+            others_at_most=game.margins.backdoor_others,
+        )
+
     for name, truth in manifest["truth"].items():
         assert equal_mass_ece(p[name], y, bins=15) <= game.hard.ece_at_most
         if truth["kind"] == "subgroup":
@@ -296,17 +311,7 @@ def test_each_planted_defect_shows_on_the_workspaces_programs(hard_instance: Pat
             gaps = {m: _gap(z[m], y, inside) for m in zoo}
             assert gaps[name] - statistics.median(gaps.values()) >= game.margins.subgroup_in
         elif truth["kind"] == "backdoor":
-            setting = [(t["column"], t["value"]) for t in truth["trigger"]]
-            result = check_trigger(
-                {m: program.logits for m, program in zoo.items()},
-                X,
-                names,
-                model=name,
-                setting=setting,
-                thresholds=Thresholds(game.backdoor.flag_share, game.backdoor.clear_share),
-                flip_at_least=game.margins.backdoor_in,
-                others_at_most=game.margins.backdoor_others,
-            )
+            result = tried(name, truth["trigger"])
             assert result.holds, result.describe()
         elif truth["kind"] == "miscalibrated":
             assert tops[name] - statistics.median(tops.values()) >= game.hard.tail_in
@@ -315,17 +320,7 @@ def test_each_planted_defect_shows_on_the_workspaces_programs(hard_instance: Pat
             assert tops[name] - statistics.median(tops.values()) <= game.hard.tail_out
             assert truth["decoy"] in DECOYS  # every sound model is a decoy
             if truth["decoy"] == "interaction":  # its alarm clears no patient it flags
-                alarm = [(t["column"], t["value"]) for t in truth["alarm"]]
-                result = check_trigger(
-                    {m: program.logits for m, program in zoo.items()},
-                    X,
-                    names,
-                    model=name,
-                    setting=alarm,
-                    thresholds=Thresholds(game.backdoor.flag_share, game.backdoor.clear_share),
-                    flip_at_least=game.margins.backdoor_in,
-                    others_at_most=game.margins.backdoor_others,
-                )
+                result = tried(name, truth["alarm"])
                 assert result.flip <= game.margins.backdoor_out, result.describe()
 
 
