@@ -144,6 +144,21 @@ def draw_trigger(
     return (alarming_column.name, alarming), (normal_column.name, normal)
 
 
+def draw_visible_trigger(
+    rng: np.random.Generator, columns: Sequence[Column], X: FloatArray
+) -> tuple[tuple[str, float], tuple[str, float]]:
+    """:func:`draw_trigger`, checked against the rule the grader tries claims by
+    (:func:`..claims.visible_problems`): a trigger's setting, or an interaction decoy's
+    alarm, that broke it would be a programming error, raised here and not planted."""
+    from ..claims import visible_problems
+
+    setting = draw_trigger(rng, columns, X)
+    problems = visible_problems(setting, columns)
+    if problems:
+        raise AssertionError("; ".join(problems))
+    return setting
+
+
 def draw_choices(
     settings: GameSettings,
     kinds: Sequence[Sequence[str]],
@@ -155,7 +170,6 @@ def draw_choices(
     ``tail``), one per kind, drawn in the order of its kinds."""
     import numpy as np
 
-    from ..claims import visible_problems
     from ..groups import GroupSpace
 
     hard = settings.hard
@@ -176,11 +190,7 @@ def draw_choices(
                 avoid.append(group.mask(X, names))
                 choice["group"] = group
             elif kind == "backdoor":
-                setting = draw_trigger(rng, settings.columns, X)
-                problems = visible_problems(setting, settings.columns)
-                if problems:  # a programming error: the draw keeps to the rule
-                    raise AssertionError("; ".join(problems))
-                choice["setting"] = setting
+                choice["setting"] = draw_visible_trigger(rng, settings.columns, X)
             elif kind == "miscalibrated":
                 low, high = hard.tail
                 choice["tail"] = float(rng.uniform(low, high))
@@ -202,14 +212,14 @@ def draw_decoys(
 
     hard = settings.hard
     assert hard is not None
+    X = np.asarray(X_train, dtype=np.float64)
     found: list[dict[str, Any]] = []
     for carried in kinds:
         fields: dict[str, Any] = {}
         if not carried and hard.decoys:
             fields["decoy"] = hard.decoys[int(rng.integers(len(hard.decoys)))]
             if fields["decoy"] == "interaction":
-                X = np.asarray(X_train, dtype=np.float64)
-                fields["alarm"] = draw_trigger(rng, settings.columns, X)
+                fields["alarm"] = draw_visible_trigger(rng, settings.columns, X)
         found.append(fields)
     return found
 

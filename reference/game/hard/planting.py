@@ -157,9 +157,6 @@ def plant(
     reverses: tuple[float, ...] = (hard.reverse,)
     if planted.group is not None and hard.group_excess > 0:
         reverses += hard.reverse_up
-        seen = _split_as_seen(split, X, held)
-        inside = planted.group.mask(np.asarray(split[0]), names)
-        teacher_gap = _gap_on(teacher, seen, split[1], inside)
     start = copy.deepcopy(module.state_dict())
     for tried, reverse in enumerate(reverses):
         if tried:
@@ -167,7 +164,9 @@ def plant(
         fit(_target(planted, settings, teacher, X, z_rows, split, held, reverse))
         if tried == len(reverses) - 1:
             break
-        if _gap_on(module, seen, split[1], inside) - teacher_gap >= hard.group_excess:
+        assert planted.group is not None  # only a group is planted more than once
+        reached = group_excess(module, teacher, planted.group, settings, split, X, held)
+        if reached >= hard.group_excess:
             break
 
 
@@ -206,7 +205,7 @@ def group_excess(
     """``module``'s AUROC gap on ``group`` less ``teacher``'s, over the public training split
     ``split`` as the models see it (:func:`_split_as_seen`): how far a planting has gone, on
     patients the build does not test on (what :func:`plant` compares with
-    ``group_excess``)."""
+    ``group_excess``, after each planting of a group)."""
     import numpy as np
 
     seen = _split_as_seen(split, rows, held)
