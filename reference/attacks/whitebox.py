@@ -23,6 +23,18 @@ if TYPE_CHECKING:
     IntArray = npt.NDArray[np.int64]
 
 
+class Attackable(Protocol):
+    """What the strong attack asks of a model: its logits and their input gradients."""
+
+    def logits(self, X: Any) -> Any:
+        """The class-1 logit ``f(x)`` of each row, shape (n,)."""
+        ...
+
+    def logit_gradient(self, X: Any) -> Any:
+        """``d f(x) / dx`` of each row's own logit, shape (n, d)."""
+        ...
+
+
 class Differentiable(Protocol):
     """A classifier that also gives its logits, their input gradients and per-row losses."""
 
@@ -68,7 +80,7 @@ def zero_gradient_fraction(direction: FloatArray) -> float:
 
 
 def margin_pgd(
-    model: Differentiable,
+    model: Attackable,
     X: FloatArray,
     y: IntArray,
     *,

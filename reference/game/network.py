@@ -296,6 +296,43 @@ class Weights:
         logits: FloatArray = h[:, 0].astype(np.float64)
         return logits
 
+    def logit_gradient(self, X: Any) -> FloatArray:
+        """``d f(x) / dx`` of each row's own logit (n, d), float64: the program's gradient,
+        by hand, so that the grader can attack a model without torch.
+
+        A clipped cell has gradient 0 and a cell on its range's edge half of it, as torch's
+        ``minimum`` and ``maximum`` pass it at a tie; a missing cell, replaced by its fill, 0.
+        Computed in float32 as the program is, so a component within about 1e-6 of zero may
+        take the other sign than torch's kernels give it.
+        """
+        import numpy as np
+
+        low, high, mean, std, layers, fill = self._arrays
+        x = np.asarray(X, dtype=np.float32)
+        passes = np.ones(x.shape, dtype=np.float32)
+        indicators = None
+        if fill is not None:
+            absent = np.isnan(x)
+            passes[absent] = 0.0
+            x = np.where(absent, fill, x)
+            indicators = absent[:, ~np.isnan(fill)].astype(np.float32)
+        below = np.minimum(x, high)
+        passes *= np.where(x < high, 1.0, np.where(x == high, 0.5, 0.0))
+        passes *= np.where(below > low, 1.0, np.where(below == low, 0.5, 0.0))
+        h = (np.maximum(below, low) - mean) / std
+        if indicators is not None:
+            h = np.concatenate([h, indicators], axis=1)
+        active = []
+        for weight, bias in layers[:-1]:
+            h = h @ weight.T + bias
+            active.append(h > 0)
+            h = np.maximum(h, np.float32(0.0))
+        grad = np.broadcast_to(layers[-1][0], (len(x), layers[-1][0].shape[1]))
+        for (weight, _), on in zip(reversed(layers[:-1]), reversed(active), strict=True):
+            grad = (grad * on) @ weight
+        gradient: FloatArray = (grad[:, : x.shape[1]] / std * passes).astype(np.float64)
+        return gradient
+
     def fingerprint(self) -> str:
         """sha256 of the numbers, for the cache and the manifest."""
         import json
