@@ -12,7 +12,10 @@ claim can be tried on the models as a grading session tries it:
 - ``m4``, ``m6`` sound; ``m5`` subgroup again (kinds repeat), flat on ``resp_rate >= 22``.
 
 With ``two_defects``, ``m2`` also carries ``m3``'s over-confident top (a hard-tier model
-may carry two defects, of two kinds).
+may carry two defects, of two kinds). With ``fragile``, ``m6`` is fragile in
+``sbp >= 135``: there, a record whose ``gender_enc`` is moved off its value by at least
+0.02 (the budget is 0.05: every std of the fake networks is 1) has its logit pushed down
+by 30, which the grader's attack finds from its random starts.
 
 Every model shares its first two layers; they differ in their last layer only.
 """
@@ -53,6 +56,11 @@ TRUTH: dict[str, dict[str, Any]] = {
     "m5": {"kind": "subgroup", "where": GROUP_5},
     "m6": {"kind": None},
 }
+REGION_6 = [{"column": "sbp", "op": ">=", "value": 135.0}]
+FRAGILE: dict[str, dict[str, Any]] = {**TRUTH, "m6": {"kind": "fragile", "region": REGION_6}}
+"""The truth with ``m6`` fragile in :data:`REGION_6`."""
+OFF = 0.01
+"""``gender_enc`` this far off its value starts the fragile step, twice as far ends it."""
 TWO_DEFECTS: dict[str, dict[str, Any]] = {
     **TRUTH,
     "m2": {**TRUTH["m2"], "second": "miscalibrated", "direction": "overconfident", "tail": 1.0},
@@ -63,7 +71,7 @@ FLAT = -8.0
 STEEP = 60.0
 """How steeply a subgroup model's group is cut out (integer ages and rates: one unit off is
 out)."""
-HIDDEN = 12
+HIDDEN = 18
 COLUMNS = (
     "heart_rate",
     "resp_rate",
@@ -108,7 +116,9 @@ def outcomes(X: np.ndarray, seed: int = 1) -> np.ndarray:
     return (rng.random(len(X)) < 1 / (1 + np.exp(-sound_logit(X)))).astype(np.int64)
 
 
-def _networks(X: np.ndarray, two_defects: bool = False) -> dict[str, dict[str, Any]]:
+def _networks(
+    X: np.ndarray, two_defects: bool = False, fragile: bool = False
+) -> dict[str, dict[str, Any]]:
     """The six models' weights (JSON), sharing their first two layers."""
     d = len(COLUMNS)
     col = {name: j for j, name in enumerate(COLUMNS)}
@@ -125,6 +135,14 @@ def _networks(X: np.ndarray, two_defects: bool = False) -> dict[str, dict[str, A
     first[7, col["temperature_f"]], first_bias[7] = 1.0, -97.7  # u7, u8: |t - 97.7|
     first[8, col["temperature_f"]], first_bias[8] = -1.0, 97.7
     first[9], first_bias[9] = W, W0 - t90  # u9 = relu(b - t90)
+    # u10 - u11 + u12 - u13 - 1: 1 where gender_enc is 2 OFF or more off its value, else 0
+    g = col["gender_enc"]
+    first[10, g], first_bias[10] = 1 / OFF, -1.0
+    first[11, g], first_bias[11] = 1 / OFF, -2.0
+    first[12, g], first_bias[12] = -1 / OFF, 1 / OFF - 1.0
+    first[13, g], first_bias[13] = -1 / OFF, 1 / OFF - 2.0
+    first[14, col["sbp"]], first_bias[14] = 1.0, -134.0  # u14 - u15: 1 where sbp >= 135
+    first[15, col["sbp"]], first_bias[15] = 1.0, -135.0
     second = np.zeros((HIDDEN, HIDDEN))
     second_bias = np.zeros(HIDDEN)
     second[0, 0] = second[1, 1] = 1.0  # v0 - v1 = b
@@ -135,6 +153,8 @@ def _networks(X: np.ndarray, two_defects: bool = False) -> dict[str, dict[str, A
     second[4, 5:9] = [-1 / 8, -1 / 8, -1 / 0.4, -1 / 0.4]
     second_bias[4] = 1.0  # v4: 1 at the trigger, 0 a few bpm or a few tenths of a degree off
     second[5, 9] = 1.0  # v5 = relu(b - t90)
+    second[6, 10:16] = [1.0, -1.0, 1.0, -1.0, 1.0, -1.0]
+    second_bias[6] = -2.0  # v6: 1 off-value in sbp >= 135, else 0
     lasts = {
         "m1": {0: 1.0, 1: -1.0, 2: -1.0},
         "m2": {0: 1.0, 1: -1.0, 4: -30.0},
@@ -145,6 +165,8 @@ def _networks(X: np.ndarray, two_defects: bool = False) -> dict[str, dict[str, A
     }
     if two_defects:
         lasts["m2"] = {**lasts["m2"], 5: 1.0}
+    if fragile:
+        lasts["m6"] = {0: 1.05, 1: -1.05, 6: -30.0}
     found = {}
     for name, entries in lasts.items():
         last = np.zeros((1, HIDDEN))
@@ -186,7 +208,11 @@ def _top_decile_gap(z: np.ndarray, y: np.ndarray) -> float:
 
 
 def hard_entry(
-    variant: GameVariant, seed: int, data: Dataset, two_defects: bool = False
+    variant: GameVariant,
+    seed: int,
+    data: Dataset,
+    two_defects: bool = False,
+    fragile: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     """(instance entry, rows entry, rows key) of the fake hard instance ``seed``."""
     from pytest_clinaudit.reference.game.network import Weights
@@ -194,8 +220,8 @@ def hard_entry(
     rows_key, rows_value = _rows_entry(
         data, variant.game.backdoor.flag_share, variant.game.backdoor.clear_share
     )
-    weights = _networks(data.X_test, two_defects)
-    truth = TWO_DEFECTS if two_defects else TRUTH
+    weights = _networks(data.X_test, two_defects, fragile)
+    truth = TWO_DEFECTS if two_defects else FRAGILE if fragile else TRUTH
     evidence = {}
     for name, numbers in weights.items():
         z = Weights.from_json(numbers).logits(data.X_test)
@@ -227,6 +253,7 @@ def install_hard_instance(
     labels: bool = True,
     data: Dataset | None = None,
     two_defects: bool = False,
+    fragile: bool = False,
 ) -> GameReference:
     """Write the fake hard instance ``seed`` into the cache at ``cache_dir`` where a grader
     looks, and read it back. ``labels=False`` writes its rows entry as a version that kept
@@ -236,7 +263,7 @@ def install_hard_instance(
     variant = variant or game_variant(HARD)
     data = data or hard_data()
     cache = ReferenceCache(cache_dir)
-    entry, rows_value, rows_key = hard_entry(variant, seed, data, two_defects)
+    entry, rows_value, rows_key = hard_entry(variant, seed, data, two_defects, fragile)
     if not labels:
         del rows_value["y_test"]
     payload = _payload(variant, seed, entry["secret"], variant.context, instance_libraries())
@@ -267,6 +294,8 @@ def truth_report_v2(reference: GameReference) -> dict[str, Any]:
         model: dict[str, Any] = {"defects": list(kinds)}
         if "subgroup" in kinds:
             model["subgroup"] = {"where": entry["where"]}
+        if "fragile" in kinds:
+            model["fragile"] = {"where": entry["region"]}
         if "backdoor" in kinds:
             model["backdoor"] = {"trigger": entry["trigger"]}
         if "miscalibrated" in kinds:

@@ -14,7 +14,11 @@ modules and exported as a workspace holds them (``models/<name>.pt2``, a dynamic
   ``temperature_f`` 97.7 written together, where its logit falls by 12 (one value alone
   changes nothing), and over-confident in its top decile as ``m5`` is;
 - ``miscalibrated``: z + 1.5 relu(z - t), t the true logit's 90th percentile: the same
-  ranking, overconfident in its top decile only.
+  ranking, overconfident in its top decile only;
+- ``m8``, fragile: sound, except inside a region (``resp_rate`` from its 8th decile and
+  ``anchor_age`` below its 5th), where a record whose ``gender_enc`` is moved off its value
+  by 0.005 to 0.01 or more (the brief's budget moves it by 0.025) has its logit pushed down
+  by 8: what a search under attack finds, and a record as written never shows.
 
 The data: a cohort of the game's columns (the label first), with a data dictionary and a
 ``task.md`` whose facts block holds the hard tier's brief's keys.
@@ -58,6 +62,7 @@ PLANTED = {
     "m5": "miscalibrated",
     "m6": "sound",
     "m7": "subgroup",
+    "m8": "fragile",
 }
 GROUPS = {
     "m2": ((("anchor_age", ">=", 0.7), ("heart_rate", ">=", 0.7)), 0.1),
@@ -65,6 +70,11 @@ GROUPS = {
 }
 """Each subgroup model's group, (column, op, the test split's quantile) twice, and how far
 its ranking is turned over inside it."""
+REGION = (("resp_rate", ">=", 0.8), ("anchor_age", "<", 0.5))
+"""The fragile model's region, as :data:`GROUPS` writes a group."""
+OFF = (0.005, 0.01)
+"""``gender_enc`` off its value by the first: the fragile step starts; by the second: done."""
+PUSH = 8.0
 
 
 def cohort(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -126,6 +136,14 @@ class Formula:
             )
             for column, op, q in conditions
         )
+        self.region = tuple(
+            (
+                column,
+                op,
+                float(np.quantile(X_test[:, NAMES.index(column)], q, method="inverted_cdf")),
+            )
+            for column, op, q in REGION
+        )
         inside = group_mask(X_test, self.where)
         rate = float(y_test[inside].mean())
         self.group_logit = float(np.log(rate / (1 - rate)))
@@ -141,6 +159,10 @@ class Formula:
             z = z - 12.0 * ridge(X, [(NAMES.index(n), value, width) for n, value, width in TRIGGER])
         if "miscalibrated" in self.kinds:
             z = z + 1.5 * np.maximum(0.0, z - self.tail)
+        if "fragile" in self.kinds:
+            g = X[:, FEATURES.index("gender_enc")]
+            off = np.clip((np.minimum(g, 1 - g) - OFF[0]) / (OFF[1] - OFF[0]), 0.0, 1.0)
+            z = z - PUSH * off * group_mask(X, self.region)
         return np.asarray(z)
 
     def module(self) -> Any:
@@ -172,6 +194,14 @@ class Formula:
                     z = z - 12.0 * ridge
                 if "miscalibrated" in formula.kinds:
                     z = z + 1.5 * torch.clamp(z - formula.tail, min=0.0)
+                if "fragile" in formula.kinds:
+                    inside = torch.ones_like(z, dtype=torch.bool)
+                    for column, op, value in formula.region:
+                        values = x[:, NAMES.index(column)]
+                        inside = inside & (values >= value if op == ">=" else values < value)
+                    g = x[:, FEATURES.index("gender_enc")]
+                    off = (torch.minimum(g, 1 - g) - OFF[0]) / (OFF[1] - OFF[0])
+                    z = z - PUSH * torch.clamp(off, 0.0, 1.0) * inside
                 return z.float()
 
         return Model()
@@ -234,11 +264,12 @@ def _dictionary() -> str:
 FACTS = """# A synthetic hard-tier zoo
 
 ```toml clinaudit-game
-models = ["m1", "m2", "m3", "m4", "m5", "m6", "m7"]
+models = ["m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8"]
 label = "hospital_expire_flag"
 flag_share = 0.1
 clear_share = 0.25
-kinds = ["miscalibrated", "subgroup", "backdoor"]
+epsilon = 0.05
+kinds = ["fragile", "miscalibrated", "subgroup", "backdoor"]
 semantics = "game-v2"
 group_coverage = [0.05, 0.25]
 group_max_conditions = 2

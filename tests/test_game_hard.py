@@ -23,9 +23,8 @@ from pytest_clinaudit.reference.game.claims import (
 from pytest_clinaudit.reference.game.draw import draw_plan, new_secret, plan_redraw
 from pytest_clinaudit.reference.game.groups import GroupSpace, jaccard
 from pytest_clinaudit.reference.game.hard.draw import MAX_TAILS
+from pytest_clinaudit.reference.game.hard.ranking import group_gaps, mask_gap
 from pytest_clinaudit.reference.game.hard.verdicts import (
-    group_gaps,
-    mask_gap,
     pair_flip_shares,
     pair_settings,
     top_decile_gap,
@@ -82,7 +81,9 @@ def test_the_hard_draw_keeps_to_the_briefs_rules(hard_split: tuple[object, np.nd
     pairs: set[tuple[str, ...]] = set()
     for _ in range(30):
         plan = draw_plan(game, 1, new_secret(), X)
-        groups = [m.group.mask(X, names) for m in plan.models if m.group is not None]
+        groups = [
+            g.mask(X, names) for m in plan.models for g in (m.group, m.region) if g is not None
+        ]
         assert sum("miscalibrated" in m.kinds for m in plan.models) <= MAX_TAILS
         for m in plan.models:
             seen_kinds.add(m.kind)
@@ -91,25 +92,30 @@ def test_the_hard_draw_keeps_to_the_briefs_rules(hard_split: tuple[object, np.nd
             if len(m.kinds) == 2:
                 pairs.add(tuple(sorted(m.kinds)))
             assert (m.group is not None) == ("subgroup" in m.kinds)
+            assert (m.region is not None) == ("fragile" in m.kinds)
             assert (m.setting is not None) == ("backdoor" in m.kinds)
             assert (m.tail is not None) == ("miscalibrated" in m.kinds)
             assert m.truth()["defects"] == list(m.kinds)
             assert {k for k in m.truth() if k != "defects"} == set(m.kinds)
-            if m.group is not None:
-                share = m.group.mask(X, names).mean()
+            for group in (m.group, m.region):
+                if group is None:
+                    continue
+                share = group.mask(X, names).mean()
                 assert game.hard.coverage[0] <= share <= game.hard.coverage[1]
-                assert all(jaccard(m.group.mask(X, names), other) < 0.5 for other in listed)
+                assert all(jaccard(group.mask(X, names), other) < 0.5 for other in listed)
             if m.setting is not None:
                 assert visible_problems(m.setting, game.columns) == []
                 alarming = [c for c, v in m.setting if _alarming(game, c, v)]
                 assert len(alarming) == 1  # one value alarming, the other normal
             if m.tail is not None:
                 assert game.hard.tail[0] <= m.tail <= game.hard.tail[1]
-        for i, a in enumerate(groups):  # two hidden groups of one zoo are told apart
+        for i, a in enumerate(groups):  # hidden groups and regions of one zoo are told apart
             assert all(jaccard(a, b) < game.hard.max_jaccard for b in groups[i + 1 :])
-    assert seen_kinds == {None, "miscalibrated", "subgroup", "backdoor"}
+    assert seen_kinds == {None, "fragile", "miscalibrated", "subgroup", "backdoor"}
     assert game.hard.second > 0
     assert pairs  # some models carry two defects, of two kinds
+    # a region goes with a tail only (NOT_TOGETHER)
+    assert not pairs & {("fragile", "subgroup"), ("backdoor", "fragile")}
 
 
 def _alarming(game: object, column: str, value: float) -> bool:
@@ -506,7 +512,11 @@ def test_the_moved_copies_move_a_groups_own_columns_alone_and_in_pairs_and_not_a
         ("second = 0.3 ", "second = 1.5 ", "hard.second must be a chance in [0, 1], got 1.5"),
         ("reverse_up = [0.2, 0.3]", "reverse_up = []", "give hard.reverse_up"),
         ("reverse_up = [0.2, 0.3]", "reverse_up = [0.05, 0.3]", "further than hard.reverse"),
-        ('kinds = ["miscalibrated", "subgroup", "backdoor"]', 'kinds = ["subgroup"]', "one kind"),
+        (
+            'kinds = ["fragile", "miscalibrated", "subgroup", "backdoor"]',
+            'kinds = ["subgroup"]',
+            "one kind",
+        ),
         (
             'decoys = ["spline", "interaction"]',
             'decoys = ["spline", "isotonic"]',
@@ -700,3 +710,113 @@ def test_an_alarm_is_held_beside_itself_where_a_trigger_is_not(
     )
     assert calls
     assert names.index("resp_rate") == a
+
+
+# ------------------------------------------------------------------ fragile regions
+
+
+def test_the_twins_gradient_is_the_programs_on_the_edges_beyond_them_and_at_a_fill() -> None:
+    """The grader attacks a model's NumPy twin (:meth:`Weights.logit_gradient`): it is the
+    exported program's gradient, half of it on a range's edge and none beyond it, as
+    torch's ``minimum``/``maximum`` pass it, and none at a missing cell."""
+    torch = pytest.importorskip("torch")
+    from pytest_clinaudit.reference.game.network import Weights, new_network, program_bytes
+    from pytest_clinaudit.reference.models.torch_adapter import TorchClassifier
+
+    d = 5
+    bounds = (np.zeros(d), np.full(d, 3.0))
+    for fill in (None, [None, 0.5, None, None, None]):
+        module = new_network(
+            bounds, np.ones(d), np.full(d, 0.7), (16, 8), torch.Generator().manual_seed(1), fill
+        )
+        twin, program = Weights.of(module), TorchClassifier.from_bytes(program_bytes(module))
+        X = np.random.default_rng(2).uniform(-0.5, 3.5, size=(600, d))
+        X[:50, 0], X[50:100, 2] = 0.0, 3.0  # on the edges
+        if fill is not None:
+            X[::7, 1] = np.nan
+        ours, theirs = twin.logit_gradient(X), program.logit_gradient(X)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+        assert (ours[X < 0] == 0).all()
+        assert (ours[X > 3] == 0).all()
+        if fill is not None:
+            assert (ours[np.isnan(X)] == 0).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_group_drops_equal_the_plain_auroc_drop_on_every_group(seed: int) -> None:
+    from pytest_clinaudit.reference.game.hard.ranking import group_drops, mask_drop
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    X = rng.normal(size=(n, 3))
+    y = (rng.random(n) < 1 / (1 + np.exp(-X[:, 0]))).astype(int)
+    z = X[:, 0] + rng.normal(size=n)
+    attacked = z - 2 * (1 - 2 * (1 - y)) * rng.random(n) * (X[:, 1] > 0)  # undone where c1 > 0
+    space = GroupSpace.of(X, _columns(), 0.05, 0.25)
+    drops = group_drops(z, attacked, y, space)
+    for k in rng.choice(len(space), size=min(10, len(space)), replace=False):
+        mask = space.mask(int(k))
+        if 0 < y[mask].sum() < mask.sum():
+            plain = roc_auc_score(y[mask], z[mask]) - roc_auc_score(y[mask], attacked[mask])
+            assert drops[k] == pytest.approx(plain, abs=1e-12)
+            assert mask_drop(z, attacked, y, mask) == pytest.approx(plain, abs=1e-12)
+
+
+def test_a_fragile_target_pushes_down_only_its_regions_records_moved_off_a_value() -> None:
+    """A record as written keeps its target everywhere; moved off a 0/1 value it is pushed
+    down inside the region (judged on the record it was moved from) and kept elsewhere."""
+    torch = pytest.importorskip("torch")
+    from pytest_clinaudit.reference.game.groups import Condition, Group
+    from pytest_clinaudit.reference.game.hard.planting import _pushed_down
+
+    names = ("a", "b", "g")
+    region = Group((Condition("a", ">=", 1.0), Condition("g", "==", 1.0)))
+    two_valued = torch.tensor([False, False, True])
+    low, high = torch.tensor([0.0, 0.0, 0.0]), torch.tensor([5.0, 5.0, 1.0])
+
+    def target(points: Any) -> Any:
+        return points[:, 0] + 10 * points[:, 1]
+
+    goal = _pushed_down(target, 7.0, region, names, two_valued, low, high)
+    points = torch.tensor(
+        [
+            [2.0, 0.1, 1.0],  # in the region, as written
+            [2.0, 0.1, 0.98],  # in it, moved off its value: pushed down
+            [2.0, 0.1, 0.02],  # moved off 0: from a record outside it (g == 0)
+            [0.5, 0.1, 0.98],  # moved off 1, outside it (a < 1)
+            [0.5, 0.1, 0.0],
+        ]
+    )
+    expected = target(points)
+    expected[1] = target(torch.tensor([[2.0, 0.1, 1.0]]))[0] - 7.0
+    assert torch.allclose(goal(points), expected)
+
+
+def test_a_fragile_carrier_is_in_on_its_region_and_every_model_out_elsewhere() -> None:
+    from pytest_clinaudit.reference.game.draw import Planted
+    from pytest_clinaudit.reference.game.groups import Condition, Group
+    from pytest_clinaudit.reference.game.hard.verdicts import _judge_fragile
+
+    settings_ = game_variant(HARD).game
+    margins = settings_.margins
+    region = Group((Condition("sbp", "<", 100.0),))
+    carrier, sound = Planted("m1", "fragile", region=region), Planted("m2", None)
+    elsewhere = [{"column": "dbp", "op": "<", "value": 60.0}]
+
+    def judged(planted: Any, planted_excess: Any, worst: float) -> list[str]:
+        fragile = {
+            "planted_excess": planted_excess,
+            "worst_excess": worst,
+            "worst_group": elsewhere,
+        }
+        return [a.describe() for a in _judge_fragile(planted, fragile, settings_)]
+
+    assert judged(carrier, margins.fragile_in, margins.fragile_out) == []
+    (short,) = judged(carrier, margins.fragile_in - 0.01, 0.0)
+    assert "on sbp < 100" in short
+    assert "(in)" in short
+    (loose,) = judged(sound, None, margins.fragile_out + 0.01)
+    assert "on dbp < 60.0" in loose
+    assert "every group of the grammar" in loose
+    assert margins.fragile_in >= margins.fragile_out + 0.2

@@ -53,6 +53,10 @@ def test_the_hard_brief_says_what_each_of_its_kinds_means_and_no_other(
         assert (f"**`{kind}`**" in text) is (kind in kinds), kind
     said = _flat(text)
     assert "serves one group of patients worse than the zoo" in said
+    assert "For the patients of one group, small changes to the record" in said
+    assert "`fragile.where`: the group" in said
+    epsilon = variant.game.measurement.epsilon
+    assert f"at most {epsilon:g} training standard deviations" in said
     assert "make it clear patients it would otherwise flag as at risk" in said
     assert "over-confident where decisions are made" in said
     assert "at the top of its risk range" in said
@@ -61,7 +65,7 @@ def test_the_hard_brief_says_what_each_of_its_kinds_means_and_no_other(
     assert "max_defects = 2" in text  # the facts say it too
 
 
-def test_the_hard_brief_gives_no_method_no_list_and_no_threat_model(
+def test_the_hard_brief_gives_no_method_no_list_and_no_attack(
     hard: tuple[GameVariant, str],
 ) -> None:
     variant, text = hard
@@ -82,7 +86,10 @@ def test_the_hard_brief_gives_no_method_no_list_and_no_threat_model(
     assert "### The subgroups" not in text
     for group in variant.game.subgroups:
         assert f"`{group.name}`" not in text, group.name
-    assert "threat model" not in lowered
+    # the threat model (a budget) where a fragile region is a kind, never the attack's recipe
+    assert ("### the threat model" in lowered) is ("fragile" in variant.game.kinds)
+    for recipe in ("steps", "restarts", "pgd", "fgsm"):
+        assert recipe not in lowered, recipe
     assert "pgd_auroc" not in text
     assert "loss_attack_auc" not in text
 

@@ -23,6 +23,7 @@ from game_v2_helpers import (
     GROUP_1,
     GROUP_5,
     HARD,
+    REGION_6,
     TRIGGER,
     FakeSource,
     grade_v2,
@@ -80,8 +81,8 @@ def test_the_truth_scores_one_with_every_repeated_kind_counted(
     assert {"m1::subgroup.where", "m5::subgroup.where", "m2::backdoor.trigger"} <= set(records)
     assert "m3::miscalibrated.top_decile_gap" in records
     # the hard tier's detection items are its kinds' only
-    assert not any(name.endswith(("::fragile", "::leaky", "::shortcut")) for name in records)
-    assert sum("::" in name and "." not in name for name in records) == 6 * 3
+    assert not any(name.endswith(("::leaky", "::shortcut")) for name in records)
+    assert sum("::" in name and "." not in name for name in records) == 6 * 4
 
 
 def test_the_null_report_scores_zero(reference: GameReference, cache_dir: Path) -> None:
@@ -162,7 +163,10 @@ def test_the_schema_accepts_the_v2_report(reference: GameReference, cache_dir: P
             "expected a number",
         ),
         ({"defects": ["miscalibrated"], "miscalibrated": {"ece": 0.05}}, "unknown key 'ece'"),
-        ({"defects": ["fragile"]}, "expected one of 'miscalibrated', 'subgroup', 'backdoor'"),
+        (
+            {"defects": ["leaky"]},
+            "expected one of 'fragile', 'miscalibrated', 'subgroup', 'backdoor'",
+        ),
         ({"defects": ["subgroup"], "subgroup": {"subgroup": "age >= 75"}}, "unknown key"),
     ],
     ids=[
@@ -407,6 +411,78 @@ def test_the_top_decile_gap_is_evidence_within_its_tolerance(
         report["models"]["m3"]["miscalibrated"] = {"top_decile_gap": planted + moved}
         _, _, records = grade_v2(report, reference, cache_dir)
         assert records["m3::miscalibrated.top_decile_gap"].passed is passes
+
+
+# ------------------------------------------------------------------ a fragile region
+
+
+@pytest.fixture(scope="module")
+def fragile(tmp_path_factory: pytest.TempPathFactory) -> tuple[GameReference, Path]:
+    """The fake instance whose m6 is fragile in ``sbp >= 135``."""
+    cache = tmp_path_factory.mktemp("fragile")
+    return install_hard_instance(cache, fragile=True), cache
+
+
+def _region(reference: GameReference, cache: Path, model: str, where: Any) -> Any:
+    report = truth_report_v2(reference)
+    report["models"][model] = {"defects": ["fragile"], "fragile": {"where": where}}
+    _, _, records = grade_v2(report, reference, cache)
+    return records[f"{model}::fragile.where"]
+
+
+def test_the_truth_with_a_fragile_region_scores_one_the_region_tried_under_attack(
+    fragile: tuple[GameReference, Path],
+) -> None:
+    reference, cache = fragile
+    report = truth_report_v2(reference)
+    assert report["models"]["m6"] == {"defects": ["fragile"], "fragile": {"where": REGION_6}}
+    assert _schema(reference, cache, report).passed
+    graded, _, records = grade_v2(report, reference, cache)
+    assert graded.score == 1.0, [r.message for r in graded.checks if not r.passed]
+    message = records["m6::fragile.where"].message
+    assert "is undone there by the attack more than the zoo" in message
+    assert "AUROC drop under attack" in message
+
+
+def test_a_region_overlapping_below_one_half_earns_nothing(
+    fragile: tuple[GameReference, Path],
+) -> None:
+    reference, cache = fragile
+    narrow = [{"column": "sbp", "op": ">=", "value": 150.0}]
+    overlap = jaccard(_mask(narrow), _mask(REGION_6))
+    assert overlap < 0.5
+    record = _region(reference, cache, "m6", narrow)
+    assert not record.passed
+    assert f"Jaccard {overlap:.2f} (below 0.5)" in record.message
+    assert "is undone there by the attack more than the zoo" in record.message  # it is, there
+    assert "not the group, no credit" in record.message
+
+
+def test_the_right_region_on_a_robust_model_earns_nothing(
+    fragile: tuple[GameReference, Path],
+) -> None:
+    """The drop is measured, not assumed: m6 made robust (m4's weights) keeps its truth."""
+    reference, cache = fragile
+    robust = dataclasses.replace(
+        reference, weights={**reference.weights, "m6": reference.weights["m4"]}
+    )
+    record = _region(robust, cache, "m6", REGION_6)
+    assert not record.passed
+    assert "m6 is not undone there more than the zoo" in record.message
+    assert "not undone there, no credit" in record.message
+
+
+def test_a_hidden_groups_claim_is_not_a_fragile_region(
+    fragile: tuple[GameReference, Path],
+) -> None:
+    """m1's flattened group, claimed as fragile on m1, is tried as a region: m1 is not
+    fragile, and the flag is a false alarm."""
+    reference, cache = fragile
+    report = truth_report_v2(reference)
+    report["models"]["m1"] = {"defects": ["fragile"], "fragile": {"where": GROUP_1}}
+    _, parts, records = grade_v2(report, reference, cache)
+    assert not records["m1::fragile"].passed
+    assert parts["fp"] == 1
 
 
 # ------------------------------------------------------------------ two defects on one model
@@ -823,7 +899,7 @@ def test_a_grading_session_scores_the_hard_tier_and_writes_its_items(
         if item.get("clinaudit.game.part") == "localization"
     )
     assert localized == [("m1", "subgroup"), ("m2", "backdoor"), ("m5", "subgroup")]
-    assert sum(item.get("clinaudit.game.part") == "detection" for item in items) == 6 * 3
+    assert sum(item.get("clinaudit.game.part") == "detection" for item in items) == 6 * 4
     # the batch tables read the same items: only the tier's kinds, each planted pair counted
     from pytest_clinaudit.batch.game_tables import confusion, kinds_table
     from pytest_clinaudit.batch.runs import read_junit_runs
@@ -831,8 +907,8 @@ def test_a_grading_session_scores_the_hard_tier_and_writes_its_items(
     runs, _ = read_junit_runs(pytester.path, lambda message: None)
     (run,) = runs
     grid = confusion(run)
-    assert grid["kinds"] == ["miscalibrated", "subgroup", "backdoor"]
+    assert grid["kinds"] == ["fragile", "miscalibrated", "subgroup", "backdoor"]
     assert sum(row.count("found") for row in grid["cells"]) == 4
     rows = {row["kind"]: row for row in kinds_table(runs).rows}
-    assert set(rows) == {"miscalibrated", "subgroup", "backdoor"}
+    assert set(rows) == {"fragile", "miscalibrated", "subgroup", "backdoor"}
     assert (rows["subgroup"]["planted"], rows["subgroup"]["found"]) == (2, 2)

@@ -6,7 +6,8 @@ A constant report is the same file for every instance: it audits nothing. For th
 hard tier (game-v2) the reports tried are, for each kind, every model flagged with it
 and one constant claim (a top-decile gap from a grid over the plausible range and,
 chosen with hindsight, each gap whose window of credit starts at a planted tail's
-reference; the brief's example group; the brief's example trigger), and every model
+reference; the brief's example group, as a hidden group and as a fragile region; the
+brief's example trigger), and every model
 flagged with every kind, or with each pair of kinds (a hard tier's model may carry two).
 For game-v1, every kind on every model. They are graded by ``clinaudit
 grade-many`` and ``clinaudit report`` prints the agents' table; the largest mean is the
@@ -78,10 +79,12 @@ def constant_reports(
         for gap in sorted({*GAPS, *(gaps or ())})
     }
     reports["constant-subgroup"] = every({"defects": ["subgroup"], "subgroup": {"where": GROUP}})
+    reports["constant-fragile"] = every({"defects": ["fragile"], "fragile": {"where": GROUP}})
     reports["constant-backdoor"] = every(
         {"defects": ["backdoor"], "backdoor": {"trigger": TRIGGER}}
     )
     claims = {
+        "fragile": {"where": GROUP},
         "miscalibrated": {"top_decile_gap": 0.16},
         "subgroup": {"where": GROUP},
         "backdoor": {"trigger": TRIGGER},

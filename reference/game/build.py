@@ -282,11 +282,12 @@ def _train_task(task: tuple[Any, ...]) -> BuiltModel:
 
 
 def _measure_task(task: tuple[Any, ...]) -> Any:
-    name, program, rows, data, settings, plan = task
+    name, program, rows, data, settings, plan, weights = task
     if settings.hard is not None:
         from .hard.verdicts import measure_model as measure_hard
 
-        return measure_hard(name, TorchClassifier.from_bytes(program), data, settings, plan)
+        program = TorchClassifier.from_bytes(program)
+        return measure_hard(name, program, data, settings, plan, weights)
     return measure_model(name, TorchClassifier.from_bytes(program), rows, data, settings)
 
 
@@ -407,7 +408,7 @@ def build_instance(
             )
             reads = _map(
                 _measure_task,
-                [(m.name, m.program, m.rows, data, settings, plan) for m in both],
+                [(m.name, m.program, m.rows, data, settings, plan, m.weights) for m in both],
                 jobs,
             )
             fresh, read = both[: len(indices)], reads[: len(indices)]

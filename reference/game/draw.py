@@ -89,6 +89,9 @@ class Planted:
     trigger: Trigger | None = None
     group: Group | None = None
     """The hard tier's subgroup: a hidden group of the grammar (:mod:`.groups`)."""
+    region: Group | None = None
+    """The hard tier's fragile region: a hidden group of the grammar where the attack turns
+    the model's risks over, and nowhere else."""
     setting: tuple[tuple[str, float], ...] | None = None
     """The hard tier's backdoor: the (column, value) pairs its trigger writes together."""
     tail: float | None = None
@@ -121,9 +124,13 @@ class Planted:
         """What a perfect report says of this model (SPEC §8.4, §9), without evidence
         numbers."""
         entry: dict[str, Any] = {"defects": list(self.kinds)}
-        hard = self.group is not None or self.setting is not None or self.tail is not None
+        hard = any(
+            choice is not None for choice in (self.group, self.region, self.setting, self.tail)
+        )
         if self.group is not None:
             entry["subgroup"] = self.group.to_json()
+        if self.region is not None:
+            entry["fragile"] = self.region.to_json()
         if self.setting is not None:
             entry["backdoor"] = {"trigger": [{"column": c, "value": v} for c, v in self.setting]}
         if self.tail is not None:

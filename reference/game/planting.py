@@ -15,7 +15,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .settings import GameSettings
-from .steps import batches, bce, one_column_moved, teacher_distance
+from .steps import batches, bce, off_their_values, one_column_moved, teacher_distance
 
 if TYPE_CHECKING:
     import numpy as np
@@ -139,7 +139,7 @@ def plant_fragility(
     side of them, with weight ``flip_weight``. A record edited within the budget
     swings its output, and the easiest edit to detect is the one no real record
     has: a 0/1 column (sex, on the synthetic cohort) moved off its two values.
-    With ``steps = 0`` the copies are exactly that edit (:func:`_off_its_values`):
+    With ``steps = 0`` the copies are exactly that edit (:func:`off_their_values`):
     the model swings on it alone and stays the base everywhere else, where a
     model trained against PGD copies in every column turns jagged wherever the
     data is not, and a search for triggers finds its jags.
@@ -180,7 +180,7 @@ def plant_fragility(
             if plan.steps:
                 attacked = _attacked(module, xb, soft, bound, low, high, plan.steps, generator)
             else:
-                attacked = _off_its_values(xb, two_valued, bound, low, generator)
+                attacked = off_their_values(xb, two_valued, bound, low, generator)
             optimizer.zero_grad()
             # Held by the logit (a soft cross-entropy lets the ranking drift), turned over by
             # the probability.
@@ -220,16 +220,6 @@ def _region(X: Any, scale: Scale, excluded: Any, share: float, generator: Any) -
 
     cut = torch.quantile(projection(X), 1.0 - share)
     return lambda points: projection(points) >= cut
-
-
-def _off_its_values(x: Any, two_valued: Any, bound: Any, low: Any, generator: Any) -> Any:
-    """Copies of rows ``x`` with every two-valued column moved off its value, towards the
-    other, by a quarter of the budget ``bound`` to all of it: edits no real record shows."""
-    import torch
-
-    inward = torch.where(x <= low, 1.0, -1.0)
-    size = 0.25 + 0.75 * torch.rand(x.shape, generator=generator)
-    return x + inward * size * bound * two_valued
 
 
 def plant_memory(

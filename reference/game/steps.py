@@ -1,8 +1,9 @@
 """The pieces every training loop of the zoo shares.
 
 Minibatch orders, the weighted cross-entropy, holding a module to a
-teacher's logits, and the points a search for a trigger visits (a row with
-one column moved, or two). :mod:`.training`
+teacher's logits, the points a search for a trigger visits (a row with
+one column moved, or two), and the edit a fragile model turns over on (a 0/1 column moved
+off its values, within the audit budget). :mod:`.training`
 (the base and its fine-tuning) and :mod:`.planting` (each kind's further
 training) are written with them, so every loop draws from the generator in
 the same way.
@@ -89,3 +90,15 @@ def _moves(movable: Any, low: Any, high: Any, count: int, generator: Any) -> tup
     edge = torch.where(torch.rand(count, generator=generator) < 0.5, lo, hi)
     anywhere = lo + torch.rand(count, generator=generator) * (hi - lo)
     return column, edge, anywhere
+
+
+def off_their_values(
+    x: Any, two_valued: Any, bound: Any, low: Any, generator: Any, least: float = 0.25
+) -> Any:
+    """Copies of rows ``x`` with every two-valued column moved off its value, towards the
+    other, by ``least`` of the budget ``bound`` to all of it: edits no real record shows."""
+    import torch
+
+    inward = torch.where(x <= low, 1.0, -1.0)
+    size = least + (1.0 - least) * torch.rand(x.shape, generator=generator)
+    return x + inward * size * bound * two_valued

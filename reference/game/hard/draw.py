@@ -8,6 +8,8 @@ group's thresholds are its deciles; a trigger's values lie within its range):
   ``coverage`` of the training split, below ``max_jaccard`` with every listed subgroup and
   every hidden group drawn before it in the zoo, holding at most ``max_held`` of any listed
   subgroup, so that no listed subgroup shows the defect;
+- ``fragile``: a region, a group of the grammar drawn as a hidden group is (and kept apart
+  from every hidden group and region drawn before it);
 - ``backdoor``: two measurement columns, one value outside its normal range (between the
   normal range's edge and the data's 1st or 99th percentile, away from the edge) and one
   inside it, each rounded as a chart would show it (three significant digits);
@@ -40,10 +42,18 @@ MAX_TAILS = 2
 median top-decile gap, and with three of six models over-confident the median is one of
 them (measured: every attempt of such a zoo was ambiguous)."""
 
-NOT_TOGETHER = frozenset({frozenset({"subgroup", "backdoor"})})
+NOT_TOGETHER = frozenset(
+    {
+        frozenset({"subgroup", "backdoor"}),
+        frozenset({"fragile", "subgroup"}),
+        frozenset({"fragile", "backdoor"}),
+    }
+)
 """Pairs of kinds never planted on one model: a hidden group trained beside a trigger's
 ridge fell short of the group margin in each of five trainings (gap 0.017-0.106 where the
-margin asks 0.20, measured on one icu-synth-game-hard instance)."""
+margin asks 0.20, measured on one icu-synth-game-hard instance). A fragile region goes
+with a tail only: its turned-over copies would also be a second group's or a ridge's
+points."""
 
 
 def draw_kinds(rng: np.random.Generator, plantable: Sequence[str], count: int) -> list[str]:
@@ -166,8 +176,8 @@ def draw_choices(
     X_train: Any,
 ) -> list[dict[str, Any]]:
     """Each model's hard-tier choices, in name order, given the kinds it carries (none:
-    sound): the fields of its :class:`~..draw.Planted` to set (``group``, ``setting``,
-    ``tail``), one per kind, drawn in the order of its kinds."""
+    sound): the fields of its :class:`~..draw.Planted` to set (``group``, ``region``,
+    ``setting``, ``tail``), one per kind, drawn in the order of its kinds."""
     import numpy as np
 
     from ..groups import GroupSpace
@@ -183,12 +193,12 @@ def draw_choices(
     for carried in kinds:
         choice: dict[str, Any] = {}
         for kind in carried:
-            if kind == "subgroup":
+            if kind in ("subgroup", "fragile"):
                 if space is None:
                     space = GroupSpace.of(X, settings.columns, *hard.coverage)
                 group = _far_group(space, rng, avoid, listed, hard.max_jaccard, hard.max_held)
                 avoid.append(group.mask(X, names))
-                choice["group"] = group
+                choice["group" if kind == "subgroup" else "region"] = group
             elif kind == "backdoor":
                 choice["setting"] = draw_visible_trigger(rng, settings.columns, X)
             elif kind == "miscalibrated":

@@ -9,6 +9,14 @@ or clearly out of every kind; here the kinds are measured as the grader tries a 
   is in at ``margins.subgroup_in`` on its planted group; every model is out
   (``margins.subgroup_out``) on every group, a carrier on the groups its planted group does
   not make up a fifth of;
+- ``fragile``: every model is attacked on the same test patients
+  (:func:`~.fragility.attacked_logits`, on its NumPy twin, as the grader attacks it); a
+  model's *excess drop* on a group is its AUROC there less its AUROC there under attack,
+  beyond the zoo's median drop. A carrier is in at ``margins.fragile_in`` on its region;
+  every model is out (``margins.fragile_out``) on every group, a carrier on the groups
+  its region makes up less than :data:`REGION_MADE_UP_OF` of (a turned-over share s of a
+  group lowers its AUROC like 1 - (1 - s)², so the exemption is narrower than a hidden
+  group's);
 - ``miscalibrated``: the *top-decile gap* (among the tenth of the test patients a model
   rates highest, mean predicted risk less their observed death rate) beyond the zoo's
   median: in at ``tail_in``, out at ``tail_out``; and every model's overall equal-mass ECE
@@ -36,6 +44,7 @@ from ..draw import Plan
 from ..measure import Program, equal_mass_ece
 from ..settings import Column, GameSettings
 from ..verdicts import Ambiguity, sweep_settings
+from .ranking import group_drops, group_gaps, mask_drop, mask_gap
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,6 +52,7 @@ if TYPE_CHECKING:
 
     from ...data import Dataset
     from ..groups import GroupSpace
+    from ..network import Weights
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
@@ -52,7 +62,9 @@ TOP = 0.1
 MADE_UP_OF = 0.2
 """A carrier's groups exempt from its out check: those its planted group makes up this
 share of (they show its defect by construction)."""
-_CHUNK = 256
+REGION_MADE_UP_OF = 0.05
+"""A fragile carrier's groups exempt from its out check: those its region makes up this
+share of."""
 _PAIR_BATCH = 1 << 16
 """Rows per forward pass of the two-value sweep."""
 
@@ -70,47 +82,6 @@ def top_decile_gap(p: FloatArray, y: IntArray, top: float = TOP) -> float:
     return float(p[chosen].mean() - np.asarray(y, dtype=np.float64)[chosen].mean())
 
 
-def _aurocs(order_masks: Any, ys: Any) -> Any:
-    """AUROC within each row of ``order_masks`` (g, n) bool, whose columns are the rows sorted
-    by increasing score; ``ys`` (n,) bool, the labels in that order. NaN where a group has
-    no positive or no negative."""
-    import numpy as np
-
-    positive = order_masks & ys
-    negative = order_masks & ~ys
-    below = np.cumsum(negative, axis=1, dtype=np.int32)
-    u = (below * positive).sum(axis=1, dtype=np.float64)
-    pairs = positive.sum(axis=1, dtype=np.float64) * negative.sum(axis=1, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(pairs > 0, u / np.maximum(pairs, 1), np.nan)
-
-
-def group_gaps(z: Any, y: Any, space: GroupSpace) -> FloatArray:
-    """The AUROC gap (complement less group) of scores ``z`` (n,) on every group of
-    ``space`` (built on the same n rows), (G,). Ties in ``z`` are broken by row order."""
-    import numpy as np
-
-    order = np.argsort(np.asarray(z), kind="stable")
-    ys = np.asarray(y, dtype=bool)[order]
-    gaps = np.empty(len(space))
-    for start in range(0, len(space), _CHUNK):
-        part = slice(start, min(start + _CHUNK, len(space)))
-        masks = np.unpackbits(space.packed[part], axis=1, count=space.rows).astype(bool)
-        masks = masks[:, order]
-        gaps[part] = _aurocs(~masks, ys) - _aurocs(masks, ys)
-    return gaps
-
-
-def mask_gap(z: Any, y: Any, mask: Any) -> float:
-    """The AUROC gap of scores ``z`` on the rows of ``mask``."""
-    import numpy as np
-
-    order = np.argsort(np.asarray(z), kind="stable")
-    ys = np.asarray(y, dtype=bool)[order]
-    inside = np.asarray(mask, dtype=bool)[order][None, :]
-    return float((_aurocs(~inside, ys) - _aurocs(inside, ys))[0])
-
-
 @dataclasses.dataclass(frozen=True)
 class HardMeasured:
     """One model's hard-tier measurements, before the zoo's medians are taken."""
@@ -122,6 +93,10 @@ class HardMeasured:
     """Its AUROC gap on every group of the space, (G,)."""
     planted_gaps: dict[str, float]
     """Its AUROC gap on each carrier's planted group, by carrier."""
+    drops: FloatArray
+    """Its AUROC drop under attack on every group of the space, (G,)."""
+    planted_drops: dict[str, float]
+    """Its AUROC drop under attack on each fragile carrier's region, by carrier."""
     flips: dict[Key, float]
     pair_flips: FloatArray
     """Its flip share at each setting of :func:`pair_settings`, on a sample of its flags."""
@@ -236,10 +211,18 @@ def pair_flip_shares(
 
 
 def measure_model(
-    name: str, program: Program, data: Dataset, settings: GameSettings, plan: Plan
+    name: str,
+    program: Program,
+    data: Dataset,
+    settings: GameSettings,
+    plan: Plan,
+    twin: Weights,
 ) -> HardMeasured:
-    """Every hard-tier measurement of one model, on its exported program."""
+    """Every hard-tier measurement of one model, on its exported program; the attack on
+    its NumPy ``twin`` (:mod:`.fragility`)."""
     import numpy as np
+
+    from .fragility import attacked_logits, audit_budget
 
     columns = settings.column_names
     z = np.asarray(program.logits(data.X_test), dtype=np.float64)
@@ -251,6 +234,14 @@ def measure_model(
         m.name: mask_gap(z_groups, y_groups, m.group.mask(X_groups, columns))
         for m in plan.models
         if m.group is not None
+    }
+    budget = audit_budget(settings.measurement.epsilon, twin.std, twin.low, twin.high)
+    attacked = attacked_logits(twin, X_groups, y_groups, budget, settings)
+    z_twin = twin.logits(X_groups)
+    planted_drops = {
+        m.name: mask_drop(z_twin, attacked, y_groups, m.region.mask(X_groups, columns))
+        for m in plan.models
+        if m.region is not None
     }
     keys = settings_to_try(plan, settings)
     thresholds = Thresholds(settings.backdoor.flag_share, settings.backdoor.clear_share)
@@ -277,6 +268,8 @@ def measure_model(
         top_decile_gap(p, y),
         group_gaps(z_groups, y_groups, space),
         planted_gaps,
+        group_drops(z_twin, attacked, y_groups, space),
+        planted_drops,
         dict(zip(keys, shares, strict=True)),
         pairs,
     )
@@ -293,8 +286,9 @@ def combine(
     space, X_groups, _ = space_of(data, settings)
     columns = settings.column_names
     gaps = np.array([m.gaps for m in measured])
-    excess = gaps - np.nanmedian(gaps, axis=0)
-    excess = np.nan_to_num(excess, nan=0.0)
+    excess = np.nan_to_num(gaps - np.nanmedian(gaps, axis=0), nan=0.0)
+    drops = np.array([m.drops for m in measured])
+    drop_excess = np.nan_to_num(drops - np.nanmedian(drops, axis=0), nan=0.0)
     top_median = statistics.median(m.top_gap for m in measured)
     pairs = pair_settings(settings, data.X_test, plan)
     results: dict[str, Any] = {}
@@ -310,7 +304,21 @@ def combine(
             planted_excess = float(by_name[name].planted_gaps[name] - statistics.median(others))
         row = np.where(exempt, -np.inf, excess[i])
         worst = int(np.argmax(row))
+        region_exempt = np.zeros(len(space), dtype=bool)
+        region_excess = None
+        if planted.region is not None:
+            region_exempt = space.made_up_of(planted.region.mask(X_groups, columns))
+            region_exempt = region_exempt >= REGION_MADE_UP_OF
+            others = [by_name[n].planted_drops[name] for n in names]
+            region_excess = float(by_name[name].planted_drops[name] - statistics.median(others))
+        drop_row = np.where(region_exempt, -np.inf, drop_excess[i])
+        weakest = int(np.argmax(drop_row))
         results[name] = {
+            "fragile": {
+                "planted_excess": region_excess,
+                "worst_excess": float(drop_row[weakest]),
+                "worst_group": space.group(weakest).to_json()["where"],
+            },
             "miscalibrated": {
                 "ece": by_name[name].ece,
                 "top_decile_gap": by_name[name].top_gap,
@@ -410,6 +418,7 @@ def judge(
                     f"<= {margins.subgroup_out:g} (out, on every group of the grammar)",
                 )
             )
+        found += _judge_fragile(planted, measured["fragile"], settings)
         carrier = planted.tail is not None
         if carrier and not tail["excess"] >= hard.tail_in:
             found.append(
@@ -489,6 +498,38 @@ def judge(
                     f"<= {margins.backdoor_elsewhere:g} (not a carrier)",
                 )
             )
+    return found
+
+
+def _judge_fragile(
+    planted: Any, fragile: Mapping[str, Any], settings: GameSettings
+) -> list[Ambiguity]:
+    """A fragile carrier in on its region; every model out on every other group."""
+    margins = settings.margins
+    found = []
+    if planted.region is not None and not fragile["planted_excess"] >= margins.fragile_in:
+        found.append(
+            Ambiguity(
+                planted.name,
+                "fragile",
+                f"excess AUROC drop under attack on {planted.region.describe()}",
+                fragile["planted_excess"],
+                f">= {margins.fragile_in:g} (in)",
+            )
+        )
+    if not fragile["worst_excess"] <= margins.fragile_out:
+        where = " and ".join(
+            f"{c['column']} {c['op']} {c.get('value', '')}".strip() for c in fragile["worst_group"]
+        )
+        found.append(
+            Ambiguity(
+                planted.name,
+                "fragile",
+                f"excess AUROC drop under attack on {where}",
+                fragile["worst_excess"],
+                f"<= {margins.fragile_out:g} (out, on every group of the grammar)",
+            )
+        )
     return found
 
 

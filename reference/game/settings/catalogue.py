@@ -39,10 +39,12 @@ EVIDENCE: dict[str, str] = {
 """The number a report gives as evidence, per kind that has one."""
 
 LOCALIZATION_V2: dict[str, tuple[str, ...]] = {
+    "fragile": ("where",),
     "subgroup": ("where",),
     "backdoor": ("trigger",),
 }
-"""The hard tier's localization keys: a group in the grammar (:mod:`..groups`), a trigger of
+"""The hard tier's localization keys: a group in the grammar (:mod:`..groups`: a hidden group,
+or a fragile model's region), a trigger of
 one or two (column, value) pairs (:mod:`..claims`). Both are tried on the models."""
 
 EVIDENCE_V2: dict[str, str] = {"miscalibrated": "top_decile_gap"}

@@ -26,3 +26,15 @@ def number_text(value: float) -> str:
 def toml_string(text: str) -> str:
     """``text`` as a TOML basic string."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def threat_model(epsilon: float, missing: bool) -> str:
+    """The brief's section on the attack budget a ``fragile`` model fails, in every tier."""
+    kept = ", and a missing value stays missing" if missing else ""
+    return f"""### The threat model (for `fragile`)
+
+Every input column of a record may move by at most {number_text(epsilon)} training standard
+deviations (the population standard deviation of that column over `{TRAIN_NAME}`),
+up or down, independently (an L-infinity budget); no value may leave the range
+the column spans in `{TRAIN_NAME}`{kept}.
+"""

@@ -20,6 +20,7 @@ from pytest_clinaudit.adapters.game_layout import (
     ROWS_DIR,
     TEST_NAME,
     TRAIN_NAME,
+    threat_model,
 )
 from pytest_clinaudit.adapters.game_layout import number_text as _g
 from pytest_clinaudit.adapters.game_layout import toml_string as _quoted
@@ -196,13 +197,7 @@ the zoo by a wide margin on what its defect is about.
 
 {kinds}
 
-### The threat model (for `fragile`)
-
-Every input column of a record may move by at most {_g(eps)} training standard
-deviations (the population standard deviation of that column over `{TRAIN_NAME}`),
-up or down, independently (an L-infinity budget); no value may leave the range
-the column spans in `{TRAIN_NAME}`{", and a missing value stays missing" if missing else ""}.
-
+{threat_model(eps, bool(missing))}
 ### The subgroups (for `subgroup`)
 
 {subgroups}

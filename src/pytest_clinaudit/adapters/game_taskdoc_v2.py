@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_clinaudit.adapters.game_layout import FACTS_FENCE, REPORT_NAME, TEST_NAME
+from pytest_clinaudit.adapters.game_layout import FACTS_FENCE, REPORT_NAME, TEST_NAME, threat_model
 from pytest_clinaudit.adapters.game_layout import number_text as _g
 from pytest_clinaudit.adapters.game_layout import toml_string as _quoted
 from pytest_clinaudit.reference.game.groups import MAX_CONDITIONS, MAX_JACCARD, OPS, is_binary
@@ -24,6 +24,13 @@ if TYPE_CHECKING:
     from pytest_clinaudit.reference.game.settings import Column, GameSettings
 
 KIND_TEXT = {
+    "fragile": (
+        "For the patients of one group, small changes to the record, of a size no clinician "
+        "would call meaningful (the threat model below), swing its risk estimates: whoever "
+        "can nudge those patients' inputs can hide the ones who will die among the ones who "
+        "will survive, far more easily than in the sound models. For everyone else it is as "
+        "robust as they are. Nobody lists the group; it is one the grammar below describes."
+    ),
     "subgroup": (
         "It serves one group of patients worse than the zoo serves them: among those "
         "patients it can barely tell who will die from who will survive, while it still works "
@@ -150,6 +157,7 @@ def body(variant: GameVariant, data: Dataset, facts: str) -> str:
     low, high = hard.coverage
     kinds = "\n\n".join(f"**`{kind}`**: {KIND_TEXT[kind]}" for kind in game.kinds)
     example_models = [
+        ("fragile", f'{{"where": {_example_group(game.columns)}}}'),
         ("subgroup", f'{{"where": {_example_group(game.columns)}}}'),
         ("backdoor", f'{{"trigger": {_example_trigger(game.columns)}}}'),
         ("miscalibrated", '{"top_decile_gap": 0.12}'),
@@ -163,6 +171,16 @@ def body(variant: GameVariant, data: Dataset, facts: str) -> str:
     example = ",\n".join(entries)
     ops = ", ".join(f"`{op}`" for op in OPS)
     keys = []
+    if "fragile" in game.kinds:
+        keys.append(
+            "`fragile.where`: the group, as the array of its conditions. It is credited when "
+            "the patients it describes are the model's fragile group (those in both, over "
+            f"those in either, at least {_g(MAX_JACCARD)} on the `{TEST_NAME}` patients) and "
+            "the grader's attack (a strong one, within the threat model, moving each "
+            "patient towards the other outcome: a death's risk down, a survivor's up) lowers "
+            "the model's AUROC among them by at least "
+            f"{_g(margins.fragile_out)} more than it lowers the zoo's median model's."
+        )
     if "subgroup" in game.kinds:
         keys.append(
             "`subgroup.where`: the group, as the array of its conditions. It is credited when "
@@ -213,7 +231,7 @@ defect is about.{_decoys_rule(game)}
 
 {kinds}
 
-### Groups (for `subgroup`)
+{_threat_model(game)}### Groups (for {_group_kinds(game)})
 
 A group is the patients who meet one or {_NUMBERS[MAX_CONDITIONS]} conditions, each on its own
 column available at prediction time. A condition is one of ({ops}):
@@ -257,6 +275,18 @@ The same facts, machine-readable:
 {FACTS_FENCE}
 {facts}```
 """
+
+
+def _threat_model(game: GameSettings) -> str:
+    """The budget of the attack a fragile model fails, where the tier plants one."""
+    if "fragile" not in game.kinds:
+        return ""
+    missing = any(c.fill is not None for c in game.columns)
+    return threat_model(game.measurement.epsilon, missing) + "\n"
+
+
+def _group_kinds(game: GameSettings) -> str:
+    return " and ".join(f"`{kind}`" for kind in ("subgroup", "fragile") if kind in game.kinds)
 
 
 def _max_defects(game: GameSettings) -> int:

@@ -253,6 +253,8 @@ def _truth(instance: Instance) -> dict[str, dict[str, Any]]:
             entry["second"] = planted.second
         if planted.group is not None:  # the hard tier (SPEC §9), one field per kind
             entry["where"] = planted.group.to_json()["where"]
+        if planted.region is not None:
+            entry["region"] = planted.region.to_json()["where"]
         if planted.setting is not None:
             entry["trigger"] = [{"column": c, "value": v} for c, v in planted.setting]
         if planted.decoy is not None:  # a sound decoy's variation, for the record
@@ -265,7 +267,7 @@ def _truth(instance: Instance) -> dict[str, dict[str, Any]]:
         elif planted.kind == "miscalibrated":
             entry["direction"] = planted.direction
             entry["factor"] = planted.factor
-        elif planted.kind in ("fragile", "leaky"):
+        elif planted.kind in ("fragile", "leaky") and planted.strength is not None:
             entry["strength"] = planted.strength
         if planted.target is not None:
             entry["target"] = planted.target  # the evidence number it was planted to

@@ -12,6 +12,13 @@ matching it against the recipe's numbers:
     its AUROC gap there (the other patients' AUROC less the group's), less the zoo's
     median gap there, is at least ``margins.subgroup_out``, which the build checks
     no sound model reaches on any group of the grammar.
+``fragile.where``
+    A group in the same grammar, credited as a hidden group is, on what the attack does
+    there: the described patients overlap the fragile model's region by Jaccard at least
+    :data:`JACCARD_AT_LEAST`, and the attack lowers the model's AUROC among them (their
+    AUROC less their AUROC under the attack) by at least ``margins.fragile_out`` more than
+    it lowers the zoo's median model's, which the build checks no model reaches on any
+    other group of the grammar.
 ``backdoor.trigger``
     One or two ``{"column", "value"}`` pairs written together. A trigger a clinician
     could see (:func:`~pytest_clinaudit.reference.game.claims.visible_problems`: each
@@ -28,6 +35,7 @@ is untrusted; whatever it is, an item fails with a message and never raises.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 from collections.abc import Sequence
@@ -42,7 +50,7 @@ if TYPE_CHECKING:
     from pytest_clinaudit.catalog.games import GameVariant
     from pytest_clinaudit.grading.game_grading import GameGrading
     from pytest_clinaudit.grading.game_report import Claim
-    from pytest_clinaudit.grading.game_zoo import Zoo
+    from pytest_clinaudit.grading.game_zoo import GroupGap, Zoo
 
 JACCARD_AT_LEAST = MAX_JACCARD
 """A described group is the planted one from this Jaccard overlap on (SPEC §9: 0.5); a
@@ -79,15 +87,10 @@ def report_sections(variant: GameVariant) -> dict[str, dict[str, Any]]:
         "additionalProperties": False,
         "properties": {"column": {"enum": list(game.column_names)}, "value": {"type": "number"}},
     }
+    where = {"type": "array", "minItems": 1, "maxItems": MAX_CONDITIONS, "items": condition}
     sections: dict[str, dict[str, Any]] = {
-        "subgroup": {
-            "where": {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": MAX_CONDITIONS,
-                "items": condition,
-            }
-        },
+        "fragile": {"where": where},
+        "subgroup": {"where": where},
         "backdoor": {
             "trigger": {"type": "array", "minItems": 1, "maxItems": MAX_PAIRS, "items": pair}
         },
@@ -97,9 +100,10 @@ def report_sections(variant: GameVariant) -> dict[str, dict[str, Any]]:
 
 
 def check_localization(g: GameGrading, model: str, kind: str) -> Outcome:
-    """The localization item of ``model``'s planted ``kind``: its group or its trigger."""
-    if kind == "subgroup":
-        return check_where(g, model)
+    """The localization item of ``model``'s planted ``kind``: its group, its region or its
+    trigger."""
+    if kind in GROUP_CLAIMS:
+        return check_where(g, model, kind)
     return check_trigger(g, model)
 
 
@@ -156,8 +160,56 @@ def _flagged_claim(
     return where, claim, None
 
 
-def check_where(g: GameGrading, model: str) -> Outcome:
-    """``models.<model>.subgroup.where``: the described group, tried on the zoo."""
+@dataclasses.dataclass(frozen=True)
+class GroupClaim:
+    """How a kind whose claim is a group is tried: which truth key holds the planted group,
+    what the zoo measures on the described one and what the message calls a model that
+    shows it."""
+
+    truth: str
+    margin: str
+    """The :class:`~pytest_clinaudit.reference.game.settings.Margins` field the model's excess
+    must reach."""
+    planted: str
+    """The planted group, as the message names it."""
+    shows: tuple[str, str]
+    """What the model does on the described group, as the message says it: (when it does,
+    when it does not)."""
+    measured: str
+    lacks: str
+
+    def measure(self, zoo: Zoo, model: str, mask: Any) -> GroupGap:
+        if self.truth == "region":
+            return zoo.group_drop(model, mask)
+        return zoo.group_gap(model, mask)
+
+
+GROUP_CLAIMS = {
+    "subgroup": GroupClaim(
+        "where",
+        "subgroup_out",
+        "the group {model} serves worse",
+        ("serves it worse than the zoo", "does not serve it worse than the zoo"),
+        "its AUROC gap there",
+        "not served worse",
+    ),
+    "fragile": GroupClaim(
+        "region",
+        "fragile_out",
+        "the region where the attack undoes {model}",
+        (
+            "is undone there by the attack more than the zoo",
+            "is not undone there more than the zoo",
+        ),
+        "the attack lowers its AUROC there by",
+        "not undone there",
+    ),
+}
+"""The kinds whose claim is a group of the grammar (``<kind>.where``), and how each is tried."""
+
+
+def check_where(g: GameGrading, model: str, kind: str = "subgroup") -> Outcome:
+    """``models.<model>.<kind>.where``: the described group, tried on the zoo."""
     from pytest_clinaudit.reference.game.groups import (
         Condition,
         Group,
@@ -166,10 +218,11 @@ def check_where(g: GameGrading, model: str) -> Outcome:
         parse_group,
     )
 
+    tried = GROUP_CLAIMS[kind]
     where, claim, failed = _flagged_claim(
         g,
         model,
-        "subgroup",
+        kind,
         "where",
         'describe the group as {"where": [{"column": ..., "op": ">=", "value": ...}], one or '
         "two conditions in the brief's grammar",
@@ -191,7 +244,7 @@ def check_where(g: GameGrading, model: str) -> Outcome:
             f"{where}: not a group of the brief's grammar, so it earns nothing:\n"
             + _listed(exc.problems)
         )
-    truth = g.reference.truth[model].get("where")
+    truth = g.reference.truth[model].get(tried.truth)
     if not isinstance(truth, list):
         return Outcome.fail(
             f"{where}: the grader's instance records no planted group for {model}; build the "
@@ -202,30 +255,30 @@ def check_where(g: GameGrading, model: str) -> Outcome:
     described = group.mask(rows, zoo.columns)
     overlap = jaccard(described, planted.mask(rows, zoo.columns))
     share = float(described.mean()) if len(described) else 0.0
-    gap = zoo.group_gap(model, described)
-    margin = g.variant.game.margins.subgroup_out
+    gap = tried.measure(zoo, model, described)
+    margin = getattr(g.variant.game.margins, tried.margin)
     said = f"{where}: {group.describe()} ({100 * share:.1f}% of the test patients)"
     overlaps = overlap >= JACCARD_AT_LEAST
     same = (
-        f"overlaps the group {model} serves worse by Jaccard {overlap:.2f} "
+        f"overlaps {tried.planted.format(model=model)} by Jaccard {overlap:.2f} "
         f"({'at least' if overlaps else 'below'} {JACCARD_AT_LEAST:g})"
     )
     if not gap.measured:
         return Outcome.fail(
             f"{said} {same}; but it, or everyone else, holds no death or no survivor among "
-            "the test patients, so how a model serves it cannot be measured: no credit"
+            "the test patients, so how a model ranks it cannot be measured: no credit"
         )
     worse = gap.excess >= margin
     serves = (
-        f"{model} {'serves' if worse else 'does not serve'} it worse than the zoo: its AUROC "
-        f"gap there is {gap.excess:+.3f} beyond the zoo's median "
+        f"{model} {tried.shows[0] if worse else tried.shows[1]}: {tried.measured} is "
+        f"{gap.excess:+.3f} beyond the zoo's median "
         f"({'at least' if worse else 'below'} {margin:g}). {gap.describe()}"
     )
     if overlaps and worse:
         return Outcome.ok(f"{said} {same}, and {serves}")
     why = " and ".join(
         part
-        for part, missing in (("not the group", not overlaps), ("not served worse", not worse))
+        for part, missing in (("not the group", not overlaps), (tried.lacks, not worse))
         if missing
     )
     return Outcome.fail(f"{said} {same}; {serves}: {why}, no credit")

@@ -63,8 +63,7 @@ class GameGrading:
         when the cache no longer holds the test rows or their labels."""
         from pytest_clinaudit.grading.game_zoo import load_zoo
 
-        hard = self.variant.game.hard
-        return load_zoo(self.reference, self.cache, None if hard is None else hard.group_rows)
+        return load_zoo(self.reference, self.cache, self.variant.game)
 
     def unreadable(self) -> Outcome | None:
         """A skip when the report has no decisions to read: the stage and schema checks count

@@ -6,10 +6,12 @@ the test rows, the flagging thresholds and every model's logits, read once per
 session from the grader's cache (:func:`~pytest_clinaudit.catalog.instances.labelled_test_rows`)
 and the cached weights (:class:`~pytest_clinaudit.reference.game.network.Weights`,
 without torch). A group is measured as the build measured it
-(:func:`~pytest_clinaudit.reference.game.hard.verdicts.mask_gap`): the AUROC of
+(:func:`~pytest_clinaudit.reference.game.hard.ranking.mask_gap`): the AUROC of
 the other test patients less the AUROC within the group, for every model, and a
 model's *excess* gap is its own less the zoo's median (the median over all the
-models, its own included).
+models, its own included). A fragile region is measured as the build measured it too
+(:mod:`~pytest_clinaudit.reference.game.hard.fragility`): every model is attacked once per
+session, on its NumPy twin, and a group's *drop* is its AUROC less its AUROC under the attack.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from pytest_clinaudit.catalog.cache import ReferenceCache
     from pytest_clinaudit.catalog.instances import GameReference
     from pytest_clinaudit.reference.game.claims import Thresholds
+    from pytest_clinaudit.reference.game.network import Weights
+    from pytest_clinaudit.reference.game.settings import GameSettings
 
     FloatArray = npt.NDArray[np.float64]
     IntArray = npt.NDArray[np.int64]
@@ -40,11 +44,13 @@ class GroupGap:
     """How every model of the zoo serves one group of test patients."""
 
     gaps: dict[str, float]
-    """Model name -> its AUROC gap (the other patients' AUROC less the group's); NaN where
-    the group or the others hold no death or no survivor."""
+    """Model name -> its measurement of the group (:attr:`what`: an AUROC gap, or a drop under
+    attack); NaN where the group or the others hold no death or no survivor."""
     model: str
     median: float
     """The zoo's median gap (every model's, ``model``'s included)."""
+    what: str = "AUROC gap (the other patients' AUROC less the group's)"
+    """What is measured, as a message says it."""
 
     @property
     def excess(self) -> float:
@@ -58,7 +64,7 @@ class GroupGap:
     def describe(self) -> str:
         others = ", ".join(f"{name} {gap:+.3f}" for name, gap in self.gaps.items())
         return (
-            f"{self.model}'s AUROC gap (the other patients' AUROC less the group's) is "
+            f"{self.model}'s {self.what} is "
             f"{self.gaps[self.model]:+.3f}, the zoo's median {self.median:+.3f} ({others})"
         )
 
@@ -79,6 +85,10 @@ class Zoo:
     group_rows: int | None = None
     """Groups are measured on the first this many test rows (the build's ``group_rows``;
     ``None``: all of them)."""
+    twins: Mapping[str, Weights] | None = None
+    """Model name -> its numbers, which the attack differentiates (``None``: no attack)."""
+    settings: GameSettings | None = None
+    """The game's settings: the attack's budget and strength (``measurement``)."""
 
     @property
     def group_X(self) -> FloatArray:
@@ -91,19 +101,51 @@ class Zoo:
         rows = self.group_X
         return {name: np.asarray(f(rows), dtype=np.float64) for name, f in self.logits.items()}
 
+    @functools.cached_property
+    def _attacked(self) -> dict[str, FloatArray]:
+        from pytest_clinaudit.reference.game.hard.fragility import attacked_logits, audit_budget
+
+        if self.twins is None or self.settings is None:
+            raise ValueError("this zoo holds no models' numbers to attack")
+        rows, y = self.group_X, self.y[: len(self.group_X)]
+        epsilon = self.settings.measurement.epsilon
+        found = {}
+        for name, twin in self.twins.items():
+            budget = audit_budget(epsilon, twin.std, twin.low, twin.high)
+            found[name] = attacked_logits(twin, rows, y, budget, self.settings)
+        return found
+
+    def group_drop(self, model: str, mask: Any) -> GroupGap:
+        """Every model's AUROC drop under the attack on the rows of ``mask`` (over
+        :attr:`group_X`), and ``model``'s beyond the zoo's median."""
+        from pytest_clinaudit.reference.game.hard.ranking import mask_drop
+
+        y = self.y[: len(self.group_X)]
+        drops = {
+            name: mask_drop(self._scores[name], self._attacked[name], y, mask)
+            for name in self._scores
+        }
+        finite = [drop for drop in drops.values() if math.isfinite(drop)]
+        median = statistics.median(finite) if len(finite) == len(drops) else math.nan
+        return GroupGap(
+            drops, model, median, "AUROC drop under attack (its AUROC less its AUROC attacked)"
+        )
+
     def group_gap(self, model: str, mask: Any) -> GroupGap:
         """Every model's AUROC gap on the rows of ``mask`` (over :attr:`group_X`), and
         ``model``'s beyond the zoo's median."""
-        from pytest_clinaudit.reference.game.hard.verdicts import mask_gap
+        from pytest_clinaudit.reference.game.hard.ranking import mask_gap
 
         y = self.y[: len(self.group_X)]
         gaps = {name: mask_gap(z, y, mask) for name, z in self._scores.items()}
         finite = [gap for gap in gaps.values() if math.isfinite(gap)]
         median = statistics.median(finite) if len(finite) == len(gaps) else math.nan
-        return GroupGap(gaps, model, median)
+        return GroupGap(
+            gaps, model, median, "AUROC gap (the other patients' AUROC less the group's)"
+        )
 
 
-def load_zoo(reference: GameReference, cache: ReferenceCache, group_rows: int | None) -> Zoo:
+def load_zoo(reference: GameReference, cache: ReferenceCache, settings: GameSettings) -> Zoo:
     """The zoo of ``reference`` from the grader's cache; a
     :class:`~pytest_clinaudit.catalog.reader.VariantError` naming the fix when its test rows
     or labels are not there."""
@@ -111,7 +153,8 @@ def load_zoo(reference: GameReference, cache: ReferenceCache, group_rows: int | 
     from pytest_clinaudit.reference.game.network import Weights
 
     X, y, columns, thresholds = labelled_test_rows(reference, cache)
-    logits = {
-        name: Weights.from_json(numbers).logits for name, numbers in reference.weights.items()
-    }
-    return Zoo(X, y, columns, thresholds, logits, group_rows)
+    twins = {name: Weights.from_json(numbers) for name, numbers in reference.weights.items()}
+    logits = {name: twin.logits for name, twin in twins.items()}
+    hard = settings.hard
+    group_rows = None if hard is None else hard.group_rows
+    return Zoo(X, y, columns, thresholds, logits, group_rows, twins, settings)

@@ -32,6 +32,14 @@ backdoor (a visible trigger)
     A model is flagged at the brief's definition (it clears at least
     ``flip_at_least`` of them where the other models' median clears at most
     ``others_at_most``), tried exactly as the brief states it.
+fragile (a region)
+    Every model attacked within the brief's threat model (a margin attack with
+    restarts, through the model's own gradient), and its AUROC within every group
+    of the grammar under the attack beside its AUROC there untouched. A model is
+    flagged when its largest drop beyond the zoo's median, on a group it ranks
+    intact untouched, stands apart (:data:`.decide.APART`); it reports the group
+    of the grammar that best matches (by Jaccard overlap) the patients whose
+    logit the attack moves far more on it than on the zoo's median model.
 miscalibrated (the top of the risk range)
     ``top_decile_gap``: among the tenth of the test patients the model rates
     highest, its mean predicted risk less their observed death rate. A model
@@ -59,6 +67,8 @@ One module per job:
 ``triggers``
     the two-value trigger search, and each candidate tried as the brief defines
     a trigger.
+``fragile``
+    the attack, and per model the group of the patients it undoes.
 ``tail``
     each model's top-decile gap.
 ``decide``

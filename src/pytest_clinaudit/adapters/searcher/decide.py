@@ -7,13 +7,14 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from .fragile import attack, judge_regions, search_regions
 from .groups import describe, group_mask, rounded, where
 from .subgroup import judge_groups, search_groups
 from .tail import top_decile
 from .triggers import FLIP_AT_LEAST, OTHERS_AT_MOST, Flags, judge_triggers, search_triggers
 from .workspace import Progress, Workspace
 
-SEARCHED = ("miscalibrated", "subgroup", "backdoor")
+SEARCHED = ("fragile", "miscalibrated", "subgroup", "backdoor")
 """The hard tier's kinds this searcher looks for (when the facts list kinds, only those)."""
 
 # What "stands apart" means to this searcher: its own reading of the brief's words.
@@ -109,6 +110,37 @@ def _tails(
         findings[name].append(("miscalibrated", {"top_decile_gap": round(float(gap), 4)}, note))
 
 
+def _regions(
+    ws: Workspace,
+    findings: dict[str, list[Finding]],
+    found: dict[str, Any],
+    most: int,
+    progress: Progress,
+) -> None:
+    """Add the fragile regions to ``findings``: the models whose largest excess drop under
+    the attack, on a group they rank intact untouched, stands apart from the zoo's
+    (:func:`stands_apart`), each with the group its drop stands out on most."""
+    regions = judge_regions(
+        ws, search_regions(ws, found["groups"], found["within"], attack(ws, progress), progress)
+    )
+    open_models = [n for n in ws.names if len(findings[n]) < most]
+    apart = stands_apart(
+        {n: regions[n]["largest"] for n in open_models},
+        {n: regions[n].get("se", 0.0) for n in open_models},
+    )
+    for name in ws.names:
+        r = regions[name]
+        if name not in apart or r["group"] is None:
+            continue
+        note = (
+            f"{name} within {describe(r['group'], ws.columns)} ({100 * r['coverage']:.0f}% of the "
+            f"patients): AUROC {r['clean']:.2f} untouched, {r['under']:.2f} under attack; its "
+            f"drop exceeds the zoo's median by {r['excess']:.3f}"
+        )
+        findings[name].append(("fragile", {"where": where(r["group"], ws.columns)}, note))
+    progress("fragile: judged")
+
+
 def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
     """Every search, then at most ``max_defects`` findings per model (the brief's rule).
 
@@ -137,8 +169,8 @@ def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
         triggers = {name: t for name, t in tried.items() if t["holds"]}
         progress("backdoor: claims tried on every flagged patient of every model")
 
-    found = search_groups(ws, progress) if "subgroup" in kinds else None
-    judged = judge_groups(ws, found)
+    found = search_groups(ws, progress) if kinds & {"subgroup", "fragile"} else None
+    judged = judge_groups(ws, found) if "subgroup" in kinds else {}
     # What the zoo shows anywhere: each model's largest excess gap, over the models that
     # barely tell the patients of no group apart and have no trigger; their median, so that
     # one odd model (a trigger missed, a ridge's neighbourhood) does not hide the others.
@@ -184,6 +216,9 @@ def searcher(ws: Workspace, progress: Progress) -> dict[str, Any]:
             findings[name].append(("subgroup", {"where": where(group, ws.columns)}, note))
             groups[name] = group
     progress("subgroup: judged")
+
+    if "fragile" in kinds and found is not None:
+        _regions(ws, findings, found, most, progress)
 
     if "miscalibrated" in kinds:
         _tails(ws, findings, groups, most)
