@@ -485,6 +485,35 @@ def test_a_hidden_groups_claim_is_not_a_fragile_region(
     assert parts["fp"] == 1
 
 
+def test_the_attack_runs_once_per_instance_and_is_kept_in_the_graders_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pytest_clinaudit.reference.game.hard.fragility as fragility
+
+    reference = install_hard_instance(tmp_path, fragile=True)
+    attacked: list[int] = []
+    real = fragility.attacked_logits
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        attacked.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fragility, "attacked_logits", counted)
+    report = truth_report_v2(reference)
+    first, _, _ = grade_v2(report, reference, tmp_path)
+    assert len(attacked) == 6  # every model, once
+    second, _, _ = grade_v2(report, reference, tmp_path)
+    assert len(attacked) == 6  # read from the cache
+    assert first.score == second.score == 1.0
+    (kept,) = (tmp_path / "game-attacked").glob("*.json")
+    document = json.loads(kept.read_text())
+    document["value"]["m1"] = document["value"]["m1"][:10]  # damaged: computed again
+    kept.write_text(json.dumps(document))
+    third, _, _ = grade_v2(report, reference, tmp_path)
+    assert len(attacked) == 12
+    assert third.score == 1.0
+
+
 # ------------------------------------------------------------------ two defects on one model
 
 
