@@ -364,3 +364,39 @@ def test_the_grammars_groups_cover_the_briefs_share_and_parse(zoo: Any, tmp_path
     # The post-outcome column describes no group.
     assert all(FEATURES[j] != "comfort_care_order" for j, _, _ in groups.conditions)
     assert LABEL not in FEATURES
+
+
+def test_a_region_is_flagged_only_where_the_attack_leaves_it_ranked_no_better_than_chance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Standing apart is not enough: a model whose described group the attack still leaves
+    ranked (a sound model's largest drop, 0.07 beyond the zoo's median, ranked 0.57) is not
+    fragile; one left at chance or below is."""
+    import types
+
+    names = ["m1", "m2", "m3", "m4"]
+    group = ((0, ">=", 1.0),)
+
+    def region(largest: float, under: float) -> dict[str, Any]:
+        return {
+            "largest": largest,
+            "group": group,
+            "excess": largest,
+            "clean": 0.7,
+            "under": under,
+            "coverage": 0.1,
+            "se": 0.01,
+        }
+
+    def judged(under: float) -> dict[str, list[Any]]:
+        regions = {n: region(0.01, 0.68) for n in names} | {"m2": region(0.5, under)}
+        monkeypatch.setattr(decide, "attack", lambda ws, progress: {})
+        monkeypatch.setattr(decide, "search_regions", lambda *args: {})
+        monkeypatch.setattr(decide, "judge_regions", lambda ws, found: regions)
+        ws = types.SimpleNamespace(names=names, columns=["heart_rate"])
+        findings: dict[str, list[Any]] = {n: [] for n in names}
+        decide._regions(ws, findings, {"groups": None, "within": None}, 2, Progress(quiet=True))
+        return findings
+
+    assert [kind for kind, _, _ in judged(0.1)["m2"]] == ["fragile"]
+    assert judged(0.57)["m2"] == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from .fragile import attack, judge_regions, search_regions
+from .fragile import CHANCE, attack, judge_regions, search_regions
 from .groups import describe, group_mask, rounded, where
 from .subgroup import judge_groups, search_groups
 from .tail import top_decile
@@ -119,7 +119,8 @@ def _regions(
 ) -> None:
     """Add the fragile regions to ``findings``: the models whose largest excess drop under
     the attack, on a group they rank intact untouched, stands apart from the zoo's
-    (:func:`stands_apart`), each with the group its drop stands out on most."""
+    (:func:`stands_apart`) and whose described group the attack leaves ranked no better than
+    chance (:data:`.fragile.CHANCE`), each with the group of the patients it undoes."""
     regions = judge_regions(
         ws, search_regions(ws, found["groups"], found["within"], attack(ws, progress), progress)
     )
@@ -130,7 +131,7 @@ def _regions(
     )
     for name in ws.names:
         r = regions[name]
-        if name not in apart or r["group"] is None:
+        if name not in apart or r["group"] is None or not r["under"] <= CHANCE:
             continue
         note = (
             f"{name} within {describe(r['group'], ws.columns)} ({100 * r['coverage']:.0f}% of the "

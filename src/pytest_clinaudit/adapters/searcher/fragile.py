@@ -22,6 +22,11 @@ INTACT = 2.0 / 3.0
 """A region is undone by the attack, not missing before it: untouched, the model keeps at
 least this share of the discrimination above chance (AUROC - 0.5) the zoo's median keeps
 there (a model that already cannot rank a group loses little more to an attack)."""
+CHANCE = 0.5
+"""A region is undone when, under the attack, the model ranks its patients no better than
+chance: the brief's "hide the ones who will die among the ones who will survive". A sound
+model whose drop merely stood above the zoo's (0.07 beyond its median, one seed of the
+first pool) still ranked them."""
 UNDONE = 1.0
 """A patient is undone by the attack on a model when the attack moves its logit towards the
 wrong outcome by this much more (in logits) than it moves the zoo's median model's."""
