@@ -269,10 +269,28 @@ def _zoo(root: Path) -> dict[str, object]:
     }
 
 
+def _drop(program: Any, X: np.ndarray, y: np.ndarray, data: Any) -> float:
+    """The AUROC of rows ``X`` less their AUROC under the build's attack, run on the program
+    through torch, the budget from the public training split."""
+    from pytest_clinaudit.reference.attacks.budget import Budget, training_scale
+    from pytest_clinaudit.reference.attacks.whitebox import margin_pgd
+
+    game = game_variant(HARD).game
+    m = game.measurement
+    budget = Budget.of(m.epsilon, training_scale(data.X_train), std_units=True, clip=True)
+    moved = margin_pgd(
+        program, X, y, budget=budget, steps=m.pgd_steps, restarts=m.pgd_restarts, seed=m.seed
+    )
+    clean = np.asarray(program.logits(X), dtype=np.float64)
+    attacked = np.asarray(program.logits(moved), dtype=np.float64)
+    return float(roc_auc_score(y, clean) - roc_auc_score(y, attacked))
+
+
 @pytest.mark.slow
 def test_each_planted_defect_shows_on_the_workspaces_programs(hard_instance: Path) -> None:
     """Measured again from the programs an agent receives, with scikit-learn's AUROC: each
-    hidden group is served worse than the zoo serves it by the in margin, each trigger
+    hidden group is served worse than the zoo serves it by the in margin, each fragile
+    region is undone by the attack (run on the programs) beyond the zoo, each trigger
     clears the flagged patients of its model alone, each tail model's top decile is
     over-confident beyond the zoo's, and no model's overall ECE shows it."""
     import statistics
@@ -321,6 +339,12 @@ def test_each_planted_defect_shows_on_the_workspaces_programs(hard_instance: Pat
             assert result.holds, result.describe()
         elif truth["kind"] == "miscalibrated":
             assert tops[name] - statistics.median(tops.values()) >= game.hard.tail_in
+        elif truth["kind"] == "fragile":
+            region = parse_group({"where": truth["region"]}, game.columns, X=X).mask(X, names)
+            drops = {m: _drop(program, X[region], y[region], data) for m, program in zoo.items()}
+            # the programs' float32 kernels are not the twins' the build attacked: 0.02 of room
+            excess = drops[name] - statistics.median(drops.values())
+            assert excess >= game.margins.fragile_in - 0.02
         else:
             assert truth["kind"] is None
             assert tops[name] - statistics.median(tops.values()) <= game.hard.tail_out
