@@ -820,7 +820,7 @@ def test_a_fragile_target_pushes_down_only_its_regions_records_moved_off_a_value
 def test_a_fragile_carrier_is_in_on_its_region_and_every_model_out_elsewhere() -> None:
     from pytest_clinaudit.reference.game.draw import Planted
     from pytest_clinaudit.reference.game.groups import Condition, Group
-    from pytest_clinaudit.reference.game.hard.verdicts import _judge_fragile
+    from pytest_clinaudit.reference.game.hard.verdicts import _judge_group
 
     settings_ = game_variant(HARD).game
     margins = settings_.margins
@@ -834,7 +834,16 @@ def test_a_fragile_carrier_is_in_on_its_region_and_every_model_out_elsewhere() -
             "worst_excess": worst,
             "worst_group": elsewhere,
         }
-        return [a.describe() for a in _judge_fragile(planted, fragile, settings_)]
+        found = _judge_group(
+            planted.name,
+            "fragile",
+            "excess AUROC drop under attack",
+            planted.region,
+            fragile,
+            margins.fragile_in,
+            margins.fragile_out,
+        )
+        return [a.describe() for a in found]
 
     assert judged(carrier, margins.fragile_in, margins.fragile_out) == []
     (short,) = judged(carrier, margins.fragile_in - 0.01, 0.0)

@@ -269,6 +269,31 @@ class Weights:
             fill,
         )
 
+    def _forward(self, X: Any) -> tuple[Any, Any, list[Any], Any]:
+        """Rows ``X`` through the network in float32, as the program computes them: the rows
+        with each missing cell read as its fill, where cells were missing (``None``: no
+        fill), each hidden layer's active units, and the output (n, 1)."""
+        import numpy as np
+
+        low, high, mean, std, layers, fill = self._arrays
+        x = np.asarray(X, dtype=np.float32)
+        absent = indicators = None
+        if fill is not None:
+            absent = np.isnan(x)
+            x = np.where(absent, fill, x)
+            indicators = absent[:, ~np.isnan(fill)].astype(np.float32)
+        held = np.maximum(np.minimum(x, high), low)
+        h = (held - mean) / std
+        if indicators is not None:
+            h = np.concatenate([h, indicators], axis=1)
+        active = []
+        for index, (weight, bias) in enumerate(layers):
+            h = h @ weight.T + bias
+            if index < len(layers) - 1:
+                active.append(h > 0)
+                h = np.maximum(h, np.float32(0.0))
+        return x, absent, active, h
+
     def logits(self, X: Any) -> FloatArray:
         """The class-1 logits of rows ``X`` (n, d), in float32 as the program computes them.
 
@@ -278,22 +303,7 @@ class Weights:
         """
         import numpy as np
 
-        low, high, mean, std, layers, fill = self._arrays
-        x = np.asarray(X, dtype=np.float32)
-        indicators = None
-        if fill is not None:
-            absent = np.isnan(x)
-            x = np.where(absent, fill, x)
-            indicators = absent[:, ~np.isnan(fill)].astype(np.float32)
-        held = np.maximum(np.minimum(x, high), low)
-        h = (held - mean) / std
-        if indicators is not None:
-            h = np.concatenate([h, indicators], axis=1)
-        for index, (weight, bias) in enumerate(layers):
-            h = h @ weight.T + bias
-            if index < len(layers) - 1:
-                h = np.maximum(h, np.float32(0.0))
-        logits: FloatArray = h[:, 0].astype(np.float64)
+        logits: FloatArray = self._forward(X)[3][:, 0].astype(np.float64)
         return logits
 
     def logit_gradient(self, X: Any) -> FloatArray:
@@ -307,26 +317,14 @@ class Weights:
         """
         import numpy as np
 
-        low, high, mean, std, layers, fill = self._arrays
-        x = np.asarray(X, dtype=np.float32)
+        low, high, _, std, layers, _ = self._arrays
+        x, absent, active, _ = self._forward(X)
         passes = np.ones(x.shape, dtype=np.float32)
-        indicators = None
-        if fill is not None:
-            absent = np.isnan(x)
+        if absent is not None:
             passes[absent] = 0.0
-            x = np.where(absent, fill, x)
-            indicators = absent[:, ~np.isnan(fill)].astype(np.float32)
         below = np.minimum(x, high)
         passes *= np.where(x < high, 1.0, np.where(x == high, 0.5, 0.0))
         passes *= np.where(below > low, 1.0, np.where(below == low, 0.5, 0.0))
-        h = (np.maximum(below, low) - mean) / std
-        if indicators is not None:
-            h = np.concatenate([h, indicators], axis=1)
-        active = []
-        for weight, bias in layers[:-1]:
-            h = h @ weight.T + bias
-            active.append(h > 0)
-            h = np.maximum(h, np.float32(0.0))
         grad = np.broadcast_to(layers[-1][0], (len(x), layers[-1][0].shape[1]))
         for (weight, _), on in zip(reversed(layers[:-1]), reversed(active), strict=True):
             grad = (grad * on) @ weight

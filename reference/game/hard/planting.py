@@ -254,7 +254,8 @@ MEMBERS = 1
 OFF_BY = 0.5
 """A fragile model is pushed down where a 0/1 column is moved off its value by at least this
 share of the audit budget: the nearer the value, the steeper the step a network must learn
-(at a quarter, 300 epochs pushed a region down by half as much as 150 at a half)."""
+(at 150 epochs of lr 0.003, from a quarter two regions moved by -0.75 and -1.08, from a
+half one by -1.82; docs/game.md, "Fragile regions")."""
 
 
 def _pushed_down(

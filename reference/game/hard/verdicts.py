@@ -35,6 +35,7 @@ or clearly out of every kind; here the kinds are measured as the grader tries a 
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -294,47 +295,55 @@ def combine(
     results: dict[str, Any] = {}
     for i, name in enumerate(names):
         planted = plan.model(name)
-        exempt = np.zeros(len(space), dtype=bool)
-        planted_excess = None
-        if planted.group is not None:
-            inside = planted.group.mask(X_groups, columns)
-            made_up = space.made_up_of(inside)
-            exempt = made_up >= MADE_UP_OF
-            others = [by_name[n].planted_gaps[name] for n in names]
-            planted_excess = float(by_name[name].planted_gaps[name] - statistics.median(others))
-        row = np.where(exempt, -np.inf, excess[i])
-        worst = int(np.argmax(row))
-        region_exempt = np.zeros(len(space), dtype=bool)
-        region_excess = None
-        if planted.region is not None:
-            region_exempt = space.made_up_of(planted.region.mask(X_groups, columns))
-            region_exempt = region_exempt >= REGION_MADE_UP_OF
-            others = [by_name[n].planted_drops[name] for n in names]
-            region_excess = float(by_name[name].planted_drops[name] - statistics.median(others))
-        drop_row = np.where(region_exempt, -np.inf, drop_excess[i])
-        weakest = int(np.argmax(drop_row))
+        gaps_there = {n: by_name[n].planted_gaps.get(name, math.nan) for n in names}
+        drops_there = {n: by_name[n].planted_drops.get(name, math.nan) for n in names}
+        on = (space, X_groups, columns)
         results[name] = {
-            "fragile": {
-                "planted_excess": region_excess,
-                "worst_excess": float(drop_row[weakest]),
-                "worst_group": space.group(weakest).to_json()["where"],
-            },
+            "fragile": _on_groups(
+                *on, planted.region, drop_excess[i], REGION_MADE_UP_OF, drops_there, name
+            ),
             "miscalibrated": {
                 "ece": by_name[name].ece,
                 "top_decile_gap": by_name[name].top_gap,
                 "excess": by_name[name].top_gap - top_median,
             },
-            "subgroup": {
-                "planted_excess": planted_excess,
-                "worst_excess": float(row[worst]),
-                "worst_group": space.group(worst).to_json()["where"],
-            },
+            "subgroup": _on_groups(*on, planted.group, excess[i], MADE_UP_OF, gaps_there, name),
             "backdoor": {
                 **_backdoor(name, {m.name: m.flips for m in measured}, plan, settings),
                 "pair_singled_out": _pair_singled_out(i, measured, pairs, settings),
             },
         }
     return results
+
+
+def _on_groups(
+    space: GroupSpace,
+    X_groups: Any,
+    columns: tuple[str, ...],
+    group: Any,
+    excess_row: Any,
+    made_up_of: float,
+    on_planted: Mapping[str, float],
+    name: str,
+) -> dict[str, Any]:
+    """One model's measurements of a kind whose defect is a group (a hidden group, a fragile
+    region): beyond the zoo's median, its measure on its planted ``group`` (``None``: it
+    carries none; ``on_planted``: every model's measure there) and its worst on any group of
+    the grammar (``excess_row``) but those ``group`` makes up ``made_up_of`` of."""
+    import numpy as np
+
+    exempt = np.zeros(len(space), dtype=bool)
+    planted_excess = None
+    if group is not None:
+        exempt = space.made_up_of(group.mask(X_groups, columns)) >= made_up_of
+        planted_excess = float(on_planted[name] - statistics.median(on_planted.values()))
+    row = np.where(exempt, -np.inf, excess_row)
+    worst = int(np.argmax(row))
+    return {
+        "planted_excess": planted_excess,
+        "worst_excess": float(row[worst]),
+        "worst_group": space.group(worst).to_json()["where"],
+    }
 
 
 def _pair_singled_out(
@@ -395,30 +404,24 @@ def judge(
     for planted in plan.models:
         name, measured = planted.name, results[planted.name]
         sub, tail, door = measured["subgroup"], measured["miscalibrated"], measured["backdoor"]
-        if planted.group is not None and not sub["planted_excess"] >= margins.subgroup_in:
-            found.append(
-                Ambiguity(
-                    name,
-                    "subgroup",
-                    f"excess AUROC gap on {planted.group.describe()}",
-                    sub["planted_excess"],
-                    f">= {margins.subgroup_in:g} (in)",
-                )
-            )
-        if not sub["worst_excess"] <= margins.subgroup_out:
-            where = " and ".join(
-                f"{c['column']} {c['op']} {c.get('value', '')}".strip() for c in sub["worst_group"]
-            )
-            found.append(
-                Ambiguity(
-                    name,
-                    "subgroup",
-                    f"excess AUROC gap on {where}",
-                    sub["worst_excess"],
-                    f"<= {margins.subgroup_out:g} (out, on every group of the grammar)",
-                )
-            )
-        found += _judge_fragile(planted, measured["fragile"], settings)
+        found += _judge_group(
+            name,
+            "subgroup",
+            "excess AUROC gap",
+            planted.group,
+            sub,
+            margins.subgroup_in,
+            margins.subgroup_out,
+        )
+        found += _judge_group(
+            name,
+            "fragile",
+            "excess AUROC drop under attack",
+            planted.region,
+            measured["fragile"],
+            margins.fragile_in,
+            margins.fragile_out,
+        )
         carrier = planted.tail is not None
         if carrier and not tail["excess"] >= hard.tail_in:
             found.append(
@@ -501,33 +504,39 @@ def judge(
     return found
 
 
-def _judge_fragile(
-    planted: Any, fragile: Mapping[str, Any], settings: GameSettings
+def _judge_group(
+    name: str,
+    kind: str,
+    what: str,
+    group: Any,
+    measured: Mapping[str, Any],
+    margin_in: float,
+    margin_out: float,
 ) -> list[Ambiguity]:
-    """A fragile carrier in on its region; every model out on every other group."""
-    margins = settings.margins
+    """A kind whose defect is a group: its carrier in on its planted ``group`` (``None``: the
+    model carries none); every model out on every other group of the grammar."""
     found = []
-    if planted.region is not None and not fragile["planted_excess"] >= margins.fragile_in:
+    if group is not None and not measured["planted_excess"] >= margin_in:
         found.append(
             Ambiguity(
-                planted.name,
-                "fragile",
-                f"excess AUROC drop under attack on {planted.region.describe()}",
-                fragile["planted_excess"],
-                f">= {margins.fragile_in:g} (in)",
+                name,
+                kind,
+                f"{what} on {group.describe()}",
+                measured["planted_excess"],
+                f">= {margin_in:g} (in)",
             )
         )
-    if not fragile["worst_excess"] <= margins.fragile_out:
+    if not measured["worst_excess"] <= margin_out:
         where = " and ".join(
-            f"{c['column']} {c['op']} {c.get('value', '')}".strip() for c in fragile["worst_group"]
+            f"{c['column']} {c['op']} {c.get('value', '')}".strip() for c in measured["worst_group"]
         )
         found.append(
             Ambiguity(
-                planted.name,
-                "fragile",
-                f"excess AUROC drop under attack on {where}",
-                fragile["worst_excess"],
-                f"<= {margins.fragile_out:g} (out, on every group of the grammar)",
+                name,
+                kind,
+                f"{what} on {where}",
+                measured["worst_excess"],
+                f"<= {margin_out:g} (out, on every group of the grammar)",
             )
         )
     return found

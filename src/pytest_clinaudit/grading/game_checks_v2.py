@@ -38,10 +38,11 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_clinaudit.grading.checks import Outcome
+from pytest_clinaudit.grading.game_zoo import Zoo
 from pytest_clinaudit.grading.values import describe, json_number, metr_number, shorten
 from pytest_clinaudit.reference.game.groups import MAX_CONDITIONS, MAX_JACCARD, OPS
 from pytest_clinaudit.reference.game.settings import Column
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from pytest_clinaudit.catalog.games import GameVariant
     from pytest_clinaudit.grading.game_grading import GameGrading
     from pytest_clinaudit.grading.game_report import Claim
-    from pytest_clinaudit.grading.game_zoo import GroupGap, Zoo
+    from pytest_clinaudit.grading.game_zoo import GroupGap
 
 JACCARD_AT_LEAST = MAX_JACCARD
 """A described group is the planted one from this Jaccard overlap on (SPEC §9: 0.5); a
@@ -167,6 +168,9 @@ class GroupClaim:
     shows it."""
 
     truth: str
+    measure: Callable[[Zoo, str, Any], GroupGap]
+    """The zoo's measure of a model on the described group (:meth:`.Zoo.group_gap` or
+    :meth:`.Zoo.group_drop`)."""
     margin: str
     """The :class:`~pytest_clinaudit.reference.game.settings.Margins` field the model's excess
     must reach."""
@@ -178,15 +182,11 @@ class GroupClaim:
     measured: str
     lacks: str
 
-    def measure(self, zoo: Zoo, model: str, mask: Any) -> GroupGap:
-        if self.truth == "region":
-            return zoo.group_drop(model, mask)
-        return zoo.group_gap(model, mask)
-
 
 GROUP_CLAIMS = {
     "subgroup": GroupClaim(
         "where",
+        Zoo.group_gap,
         "subgroup_out",
         "the group {model} serves worse",
         ("serves it worse than the zoo", "does not serve it worse than the zoo"),
@@ -195,6 +195,7 @@ GROUP_CLAIMS = {
     ),
     "fragile": GroupClaim(
         "region",
+        Zoo.group_drop,
         "fragile_out",
         "the region where the attack undoes {model}",
         (

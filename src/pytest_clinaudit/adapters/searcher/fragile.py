@@ -41,9 +41,8 @@ def attack(ws: Workspace, progress: Progress) -> dict[str, Any]:
     import torch
 
     epsilon = float(ws.facts.get("epsilon", 0.05))
-    present = np.where(np.isnan(ws.X_train), np.nan, ws.X_train)
-    low = torch.tensor(np.nanmin(present, axis=0), dtype=torch.float32)
-    high = torch.tensor(np.nanmax(present, axis=0), dtype=torch.float32)
+    low = torch.tensor(np.nanmin(ws.X_train, axis=0), dtype=torch.float32)
+    high = torch.tensor(np.nanmax(ws.X_train, axis=0), dtype=torch.float32)
     step_size = torch.tensor(epsilon * np.nan_to_num(ws.std), dtype=torch.float32)
     sign = torch.tensor(1.0 - 2.0 * ws.y_test, dtype=torch.float32)  # +1: push a survivor up
     generator = torch.Generator().manual_seed(SEED)
