@@ -542,7 +542,7 @@ def test_the_moved_copies_move_a_groups_own_columns_alone_and_in_pairs_and_not_a
             "one kind",
         ),
         (
-            'decoys = ["spline", "interaction"]',
+            'decoys = ["spline", "interaction", "unreached"]',
             'decoys = ["spline", "isotonic"]',
             "hard.decoys names variations ['isotonic']",
         ),
@@ -562,7 +562,8 @@ def test_every_sound_model_is_a_decoy_drawn_after_every_other_choice(
     hard_split: tuple[object, np.ndarray],
 ) -> None:
     """``[game.hard] decoys``: each sound model, and no defective one, gets a variation (an
-    ``interaction`` a visible setting, drawn as a trigger is); a perfect report still says
+    ``interaction`` a visible setting, drawn as a trigger is, an ``unreached`` a group of
+    the grammar); a perfect report still says
     nothing of it, and with decoys turned off every other draw of the plan is the same."""
     import dataclasses
 
@@ -577,13 +578,18 @@ def test_every_sound_model_is_a_decoy_drawn_after_every_other_choice(
         secret = new_secret()
         plan = draw_plan(game, 1, secret, X)
         without = draw_plan(plain, 1, secret, X)
-        undecoyed = [dataclasses.replace(m, decoy=None, alarm=None) for m in plan.models]
+        undecoyed = [
+            dataclasses.replace(m, decoy=None, alarm=None, unreached=None) for m in plan.models
+        ]
         assert undecoyed == list(without.models)
-        assert all(m.decoy is None and m.alarm is None for m in without.models)
+        assert all(
+            m.decoy is None and m.alarm is None and m.unreached is None for m in without.models
+        )
         for m in plan.models:
             seen.add(m.decoy)
             assert (m.decoy is not None) == (not m.kinds)
             assert (m.alarm is not None) == (m.decoy == "interaction")
+            assert (m.unreached is not None) == (m.decoy == "unreached")
             if m.alarm is not None:
                 assert visible_problems(m.alarm, game.columns) == []
                 assert len([c for c, v in m.alarm if _alarming(game, c, v)]) == 1
@@ -792,7 +798,7 @@ def test_a_fragile_target_pushes_down_only_its_regions_records_moved_off_a_value
     down inside the region (judged on the record it was moved from) and kept elsewhere."""
     torch = pytest.importorskip("torch")
     from pytest_clinaudit.reference.game.groups import Condition, Group
-    from pytest_clinaudit.reference.game.hard.planting import _pushed_down
+    from pytest_clinaudit.reference.game.hard.planting import _pushed_down, as_recorded
 
     names = ("a", "b", "g")
     region = Group((Condition("a", ">=", 1.0), Condition("g", "==", 1.0)))
@@ -802,7 +808,7 @@ def test_a_fragile_target_pushes_down_only_its_regions_records_moved_off_a_value
     def target(points: Any) -> Any:
         return points[:, 0] + 10 * points[:, 1]
 
-    goal = _pushed_down(target, 7.0, region, names, two_valued, low, high)
+    goal = _pushed_down(target, 7.0, region, names, lambda p: as_recorded(p, two_valued, low, high))
     points = torch.tensor(
         [
             [2.0, 0.1, 1.0],  # in the region, as written
@@ -815,6 +821,58 @@ def test_a_fragile_target_pushes_down_only_its_regions_records_moved_off_a_value
     expected = target(points)
     expected[1] = target(torch.tensor([[2.0, 0.1, 1.0]]))[0] - 7.0
     assert torch.allclose(goal(points), expected)
+
+    # An unreached decoy's step: only past ``beyond`` off the value, never within it.
+    beyond = torch.tensor([0.0, 0.0, 0.075])
+    far = _pushed_down(
+        target, 7.0, region, names, lambda p: as_recorded(p, two_valued, low, high), beyond
+    )
+    near, past = torch.tensor([[2.0, 0.1, 0.95], [2.0, 0.1, 0.9]])
+    assert torch.equal(far(near[None]), target(near[None]))
+    assert torch.allclose(far(past[None]), expected[1:2])
+
+
+def test_a_hidden_group_holds_a_record_moved_off_a_0_1_value(
+    small_teacher: dict[str, Any],
+) -> None:
+    """A hidden group's flattening is judged on the record a point was moved from: a member
+    whose sex is moved off its value by the audit's budget keeps its flattened target
+    instead of getting its unflattened risk back (which let the attack undo the group at its
+    edge), and a non-member so moved is not flattened."""
+    import torch
+
+    from pytest_clinaudit.reference.game.draw import Planted
+    from pytest_clinaudit.reference.game.groups import Condition, Group
+    from pytest_clinaudit.reference.game.hard.planting import _target, as_recorded
+
+    game, scale, split = small_teacher["game"], small_teacher["scale"], small_teacher["split"]
+    names = game.column_names
+    sex = names.index("gender_enc")
+    group = Group((Condition("anchor_age", ">=", 60.0), Condition("gender_enc", "==", 1.0)))
+    teacher = small_teacher["trained"]
+    X = torch.tensor(split[0][:2000], dtype=torch.float32)
+    with torch.no_grad():
+        z_rows = teacher(X)
+    _, low, high = scale.box(game.measurement.epsilon)
+    two_valued = torch.zeros(len(names), dtype=torch.bool)
+    two_valued[sex] = True
+
+    def recorded(points: Any) -> Any:
+        return as_recorded(points, two_valued, low, high)
+
+    planted = Planted("m1", "subgroup", group=group)
+    target = _target(planted, game, teacher, X, z_rows, split, small_teacher["held"], 1.0, recorded)
+    inside = torch.as_tensor(group.mask(X.numpy(), names))
+    budget = float(scale.std[sex]) * game.measurement.epsilon
+    moved = X.clone()
+    moved[:, sex] = torch.where(moved[:, sex] > 0.5, 1.0 - budget, budget)
+    with torch.no_grad():
+        as_written, off_value, untouched = target(X), target(moved), teacher(moved)
+    # Members keep their flattened target (the teacher's own logit barely moves)...
+    assert torch.allclose(off_value[inside], as_written[inside], atol=0.05)
+    assert (off_value[inside] - untouched[inside]).abs().max() > 0.5
+    # ...and everyone else keeps the teacher's, moved as they are.
+    assert torch.equal(off_value[~inside], untouched[~inside])
 
 
 def test_a_fragile_carrier_is_in_on_its_region_and_every_model_out_elsewhere() -> None:

@@ -106,6 +106,9 @@ class Planted:
     (:attr:`.settings.Hard.decoys`; ``None``: left as calibrated, or defective)."""
     alarm: tuple[tuple[str, float], ...] | None = None
     """An ``interaction`` decoy's setting: the (column, value) pairs where its risk is raised."""
+    unreached: Group | None = None
+    """An ``unreached`` decoy's group: its records are pushed down as a fragile region's
+    are, beyond the audit's reach."""
 
     @property
     def kinds(self) -> tuple[str, ...]:

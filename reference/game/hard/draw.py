@@ -217,12 +217,16 @@ def draw_decoys(
     """Each model's decoy fields, in name order: a sound model (no kinds) gets a variation
     drawn uniformly from ``[game.hard] decoys`` (``decoy``) and, for ``interaction``, a
     setting drawn as a trigger is (``alarm``: one alarming value, one normal, where its risk
-    is raised); a defective model nothing. Without decoys nothing is drawn."""
+    is raised), for ``unreached`` a group of the grammar drawn uniformly (``unreached``);
+    a defective model nothing. Without decoys nothing is drawn."""
     import numpy as np
+
+    from ..groups import GroupSpace
 
     hard = settings.hard
     assert hard is not None
     X = np.asarray(X_train, dtype=np.float64)
+    space: GroupSpace | None = None
     found: list[dict[str, Any]] = []
     for carried in kinds:
         fields: dict[str, Any] = {}
@@ -230,6 +234,10 @@ def draw_decoys(
             fields["decoy"] = hard.decoys[int(rng.integers(len(hard.decoys)))]
             if fields["decoy"] == "interaction":
                 fields["alarm"] = draw_visible_trigger(rng, settings.columns, X)
+            elif fields["decoy"] == "unreached":
+                if space is None:
+                    space = GroupSpace.of(X, settings.columns, *hard.coverage)
+                fields["unreached"] = space.group(int(rng.integers(len(space))))
         found.append(fields)
     return found
 

@@ -61,6 +61,8 @@ from ..settings import GameSettings
 from ..steps import batches, off_their_values, one_column_moved, two_columns_moved
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..draw import Planted
     from ..groups import Group
     from ..training import Scale
@@ -100,6 +102,10 @@ def plant(
     if held is not None:
         movable[held] = 0.0
     two_valued = binary & (movable > 0)
+
+    def recorded(points: Any) -> Any:
+        return as_recorded(points, two_valued, low, high)
+
     budget = std * settings.measurement.epsilon
     kept = [names.index(c) for c in _own_columns(planted)]
     jitter = std * hard.jitter * movable * (~binary)
@@ -130,13 +136,28 @@ def plant(
         pushed_to = float(torch.quantile(z_rows, quantile))
         trigger = _trigger_points(ridge, settings, std, pushed_to)
     epochs, lr = (hard.trigger_epochs if trigger is not None else hard.epochs), hard.lr
-    if planted.region is not None:
+    # A fragile region's step, or an unreached decoy's: the same step, gated by a group, at
+    # a 0/1 column moved off its value (``beyond``: by more than this, per column).
+    stepped, beyond = planted.region, torch.zeros_like(budget)
+    if planted.unreached is not None:
+        stepped, beyond = planted.unreached, budget * UNREACHED
+    members = None
+    if stepped is not None:
         # A step gated by a region of two thresholds forms late and at random: at 60 epochs
         # it had not (shift 0.00 of the 5.9 asked), at 200 epochs of lr 0.003 it had.
         epochs, lr = settings.fragile.epochs, settings.fragile.lr
-    members = None
-    if planted.region is not None:
-        members = X[torch.as_tensor(planted.region.mask(values, names))]
+        members = X[torch.as_tensor(stepped.mask(values, names))]
+
+    def _off(written: Any) -> Any:
+        """``written`` moved off their 0/1 values: a fragile region's from half the budget to
+        all of it; an unreached decoy's half held short of its step (up to ``beyond``), half
+        past it by as much as a region's is past its own (a step as steep)."""
+        if planted.unreached is None:
+            return off_their_values(written, two_valued, budget, low, generator, OFF_BY)
+        short = off_their_values(written[::2], two_valued, beyond, low, generator, 0.0)
+        past = (UNREACHED + OFF_BY) / (UNREACHED + 1.0)
+        further = off_their_values(written[1::2], two_valued, beyond + budget, low, generator, past)
+        return torch.cat([short, further])
 
     def fit(target: Any) -> None:
         optimizer = torch.optim.Adam(module.parameters(), lr=lr)
@@ -166,12 +187,7 @@ def plant(
                     ]
                     drawn = drawn + torch.randn(drawn.shape, generator=generator) * jitter
                     written = torch.cat([xb, copies, drawn])
-                    points = torch.cat(
-                        [
-                            points,
-                            off_their_values(written, two_valued, budget, low, generator, OFF_BY),
-                        ]
-                    )
+                    points = torch.cat([points, _off(written)])
                 with torch.no_grad():
                     goal = target(points)
                 optimizer.zero_grad()
@@ -191,12 +207,11 @@ def plant(
     for tried, reverse in enumerate(reverses):
         if tried:
             module.load_state_dict(start)
-        target = _target(planted, settings, teacher, X, z_rows, split, held, reverse)
-        if planted.region is not None:
+        target = _target(planted, settings, teacher, X, z_rows, split, held, reverse, recorded)
+        if stepped is not None:
             spread = torch.quantile(z_rows, torch.tensor([0.01, 0.99]))
-            target = _pushed_down(
-                target, float(spread[1] - spread[0]), planted.region, names, two_valued, low, high
-            )
+            by = float(spread[1] - spread[0])
+            target = _pushed_down(target, by, stepped, names, recorded, beyond)
         fit(target)
         if tried == len(reverses) - 1:
             break
@@ -251,6 +266,9 @@ def group_excess(
 
 MEMBERS = 1
 """A fragile region's rows drawn again per minibatch row, off their values."""
+UNREACHED = 3.0
+"""An ``unreached`` decoy's step lies this many audit budgets off a 0/1 value (the attack
+moves a value by one at most, and no record is off its value)."""
 OFF_BY = 0.5
 """A fragile model is pushed down where a 0/1 column is moved off its value by at least this
 share of the audit budget: the nearer the value, the steeper the step a network must learn
@@ -263,14 +281,13 @@ def _pushed_down(
     by: float,
     region: Group,
     names: tuple[str, ...],
-    two_valued: Any,
-    low: Any,
-    high: Any,
+    recorded: Callable[[Any], Any],
+    beyond: Any = 0.0,
 ) -> Any:
     """A fragile model's target: ``target`` at every record as written, and at a point with
-    a ``two_valued`` column off its values (each column's two values being ``low`` and
-    ``high``) ``target`` less ``by`` when the record it was moved from (the column put back
-    on its nearer value) is in ``region``, ``target`` elsewhere. The goal is a function of
+    a 0/1 column off its values (by more than ``beyond``, per column: an unreached decoy's)
+    ``target`` less ``by`` when ``recorded(point)``, the record it was moved from
+    (:func:`as_recorded`), is in ``region``, ``target`` elsewhere. The goal is a function of
     the point alone, so that every kind of copy is held to the same one.
 
     Pushed down by the spread of the logits, a death of the region falls below the region's
@@ -281,20 +298,30 @@ def _pushed_down(
     import torch
 
     def goal(points: Any) -> Any:
-        nearer = torch.where(points - low < high - points, low, high)
-        written = torch.where(two_valued, nearer, points)
-        off = ((points - written).abs() > 0).any(dim=1)
+        written = recorded(points)
+        off = ((points - written).abs() > beyond).any(dim=1)
         inside = torch.as_tensor(region.mask(written.numpy(), names)) & off
         return torch.where(inside, target(written) - by, target(points))
 
     return goal
 
 
+def as_recorded(points: Any, two_valued: Any, low: Any, high: Any) -> Any:
+    """``points`` with each ``two_valued`` column put back on the nearer of its two values
+    (``low`` and ``high``): the record a point was moved from, whose groups a planting
+    judges it by, so that an edit no record shows (a 0/1 column moved off its value)
+    neither leaves a group nor enters one."""
+    import torch
+
+    nearer = torch.where(points - low < high - points, low, high)
+    return torch.where(two_valued, nearer, points)
+
+
 def _own_columns(planted: Planted) -> tuple[str, ...]:
     """The columns a planting is defined on (its group's or region's, its trigger's or
     alarm's), which jittered copies keep."""
     found: tuple[str, ...] = ()
-    for group in (planted.group, planted.region):
+    for group in (planted.group, planted.region, planted.unreached):
         if group is not None:
             found += group.columns
     ridge = _ridge(planted)
@@ -318,11 +345,13 @@ def _target(
     split: tuple[Any, Any],
     held: int | None,
     reverse: float,
+    recorded: Callable[[Any], Any],
 ) -> Any:
     """points (m, d) -> the target logits (m,) of ``planted``'s planting: the group's
     flattening (turned over by ``reverse``), then the tail on top of it (a model carrying
     both is over-confident at the top of the risk range its flattened group leaves). A
-    trigger's points are apart (:class:`_Trigger`)."""
+    trigger's points are apart (:class:`_Trigger`). A point is in the group when
+    ``recorded(point)``, the record it was moved from, is."""
     import numpy as np
     import torch
 
@@ -338,16 +367,22 @@ def _target(
         inside_rows = torch.as_tensor(group.mask(X.numpy(), names))
         members = z_rows[inside_rows]
         centre = members.mean()
-        low, high = torch.quantile(members.double(), torch.tensor([0.01, 0.99], dtype=torch.double))
+        lowest, highest = torch.quantile(
+            members.double(), torch.tensor([0.01, 0.99], dtype=torch.double)
+        )
 
         def flattened(points: Any) -> Any:
             z = teacher(points)
-            inside = torch.as_tensor(group.mask(points.numpy(), names))
+            # Judged on the point as written, a record whose sex was moved off its value by
+            # the attack's budget left a group of "... and gender_enc == 1" and got its
+            # unflattened risk back: the group was undone at its edge (seed 6's two
+            # carriers, excess drops 0.19-0.29 under the attack).
+            inside = torch.as_tensor(group.mask(recorded(points).numpy(), names))
             # The turn-over reaches no further than the members' own 1st-99th percentile
             # logits: a patient written into the group with values far beyond the data
             # (a flagged one, say) would otherwise fall below every member, and the group's
             # two conditions would clear every flagged patient like a trigger.
-            held = z.clamp(float(low), float(high))
+            held = z.clamp(float(lowest), float(highest))
             return torch.where(inside, flat - reverse * (held - centre), z)
 
         first = flattened

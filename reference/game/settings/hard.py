@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-DECOYS = ("spline", "interaction")
+DECOYS = ("spline", "interaction", "unreached")
 """The legitimate variations a sound model of the hard tier may be trained with
 (:attr:`Hard.decoys`, :mod:`..hard.planting`)."""
 
@@ -99,7 +99,12 @@ class Hard:
       logistic fit (knots at z's quartiles and 90th percentile) instead of a straight one;
     - ``"interaction"``, a clinical interaction rule: risk *raised* where two drawn values
       are written together (the shape of a trigger, the opposite direction), so that a
-      model with a sharp ridge is not necessarily a carrier."""
+      model with a sharp ridge is not necessarily a carrier;
+    - ``"unreached"``, a fragile region's step out of reach: a drawn group's records are
+      pushed down as a fragile carrier's are, but only where a 0/1 column is moved
+      further off its value than any record is or the audit's budget goes, so that a
+      model with a steep step in its weights (a large path norm) is not necessarily
+      fragile."""
 
     def problems(self) -> list[str]:
         """What contradicts itself in ``[game.hard]`` (empty when nothing does); the checks

@@ -261,6 +261,8 @@ def _truth(instance: Instance) -> dict[str, dict[str, Any]]:
             entry["decoy"] = planted.decoy
         if planted.alarm is not None:
             entry["alarm"] = [{"column": c, "value": v} for c, v in planted.alarm]
+        if planted.unreached is not None:
+            entry["unreached"] = planted.unreached.to_json()["where"]
         if planted.tail is not None:
             entry["direction"] = "overconfident"
             entry["tail"] = planted.tail
