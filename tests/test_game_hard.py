@@ -57,6 +57,12 @@ def test_group_gaps_equal_the_plain_auroc_gap_on_every_group(seed: int) -> None:
         if 0 < y[mask].sum() < mask.sum():
             assert gaps[k] == pytest.approx(_gap(z, y, mask), abs=1e-12)
             assert mask_gap(z, y, mask) == pytest.approx(gaps[k], abs=1e-12)
+    # Tied scores (broken by row order): the complement's U, derived from the group's, is
+    # the one its own pass counts (mask_gap's), exactly.
+    tied = np.round(z)
+    tied_gaps = group_gaps(tied, y, space)
+    for k in range(len(space)):
+        assert tied_gaps[k] == mask_gap(tied, y, space.mask(k)) or np.isnan(tied_gaps[k])
 
 
 def test_top_decile_gap_is_the_top_tenths_predicted_less_observed_rate() -> None:

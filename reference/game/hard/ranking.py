@@ -28,29 +28,61 @@ def aurocs(order_masks: Any, ys: Any) -> Any:
     """AUROC within each row of ``order_masks`` (g, n) bool, whose columns are the rows sorted
     by increasing score; ``ys`` (n,) bool, the labels in that order. NaN where a group has
     no positive or no negative."""
+    u, positives, negatives = _u_statistics(order_masks, ys)
+    return _ratio(u, positives * negatives)
+
+
+def _u_statistics(order_masks: Any, ys: Any) -> tuple[Any, Any, Any]:
+    """Within each row of ``order_masks`` (:func:`aurocs`): the Mann-Whitney U (over its
+    positives, the count of its negatives earlier in the order), its positives and its
+    negatives, each (g,) float64 (exact: every count is an integer below 2**53).
+
+    The running count of negatives is summed in place in the narrowest unsigned type that
+    holds n: a cumulative sum of booleans into a wider type took 5 times as long."""
     import numpy as np
 
     positive = order_masks & ys
     negative = order_masks & ~ys
-    below = np.cumsum(negative, axis=1, dtype=np.int32)
+    below = negative.astype(np.uint16 if ys.shape[0] < 2**16 else np.uint32)
+    np.cumsum(below, axis=1, out=below)
     u = (below * positive).sum(axis=1, dtype=np.float64)
-    pairs = positive.sum(axis=1, dtype=np.float64) * negative.sum(axis=1, dtype=np.float64)
+    return u, positive.sum(axis=1, dtype=np.float64), negative.sum(axis=1, dtype=np.float64)
+
+
+def _ratio(u: Any, pairs: Any) -> Any:
+    import numpy as np
+
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(pairs > 0, u / np.maximum(pairs, 1), np.nan)
 
 
 def group_gaps(z: Any, y: Any, space: GroupSpace) -> FloatArray:
     """The AUROC gap (complement less group) of scores ``z`` (n,) on every group of
-    ``space`` (built on the same n rows), (G,). Ties in ``z`` are broken by row order."""
+    ``space`` (built on the same n rows), (G,). Ties in ``z`` are broken by row order.
+
+    The complement's U follows from the group's without a pass of its own: of all the
+    (positive, negative) pairs in order, those with both in the complement are all of
+    them, plus the group's own, less those with the positive in the group (its positives'
+    counts of negatives earlier, ``c``) and less those with the negative in the group (its
+    negatives' counts of positives later, ``a``): one product of the masks with a vector."""
     import numpy as np
 
     order = np.argsort(np.asarray(z), kind="stable")
     ys = np.asarray(y, dtype=bool)[order]
+    positives, negatives = float(ys.sum()), float((~ys).sum())
+    earlier_negatives = np.cumsum(~ys) - ~ys
+    later_positives = positives - np.cumsum(ys)
+    weight = np.where(ys, earlier_negatives, later_positives).astype(np.float64)
+    u_all = float(earlier_negatives[ys].sum())
     gaps = np.empty(len(space))
     for start in range(0, len(space), _CHUNK):
         part = slice(start, min(start + _CHUNK, len(space)))
         masks = _masks(space, part)[:, order]
-        gaps[part] = aurocs(~masks, ys) - aurocs(masks, ys)
+        u, p_in, n_in = _u_statistics(masks, ys)
+        u_out = u_all + u - np.einsum("ij,j->i", masks, weight)
+        inside = _ratio(u, p_in * n_in)
+        outside = _ratio(u_out, (positives - p_in) * (negatives - n_in))
+        gaps[part] = outside - inside
     return gaps
 
 
@@ -67,7 +99,7 @@ def mask_gap(z: Any, y: Any, mask: Any) -> float:
 def _masks(space: GroupSpace, part: slice) -> Any:
     import numpy as np
 
-    return np.unpackbits(space.packed[part], axis=1, count=space.rows).astype(bool)
+    return np.unpackbits(space.packed[part], axis=1, count=space.rows).view(bool)
 
 
 def group_drops(z: Any, attacked: Any, y: Any, space: GroupSpace) -> FloatArray:
