@@ -12,6 +12,7 @@ the variant's own groups and random scores, the ratios against the shipped
 - ``group_gaps``: one ordered pass per group, the complement's U derived from it;
 - ``two passes``: the complement given a pass of its own (the form before);
 - ``group_drops``: two ordered passes per group (untouched, attacked);
+- ``group_gaps_and_drops``: the build's measure, both from those two passes;
 - ``scikit-learn``: ``roc_auc_score`` on the group and on its complement, timed on
   60 groups and scaled to all of them.
 
@@ -82,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("group_gaps (shipped)", _seconds(lambda: ranking.group_gaps(z, y, space), args.repeats)),
         ("two passes", _seconds(two_passes, args.repeats)),
         ("group_drops", _seconds(lambda: ranking.group_drops(z, attacked, y, space), args.repeats)),
+        (
+            "group_gaps_and_drops",
+            _seconds(lambda: ranking.group_gaps_and_drops(z, attacked, y, space), args.repeats),
+        ),
         ("scikit-learn", _seconds(sklearn, args.repeats) * len(space) / len(sample)),
     ]
     base = rows[0][1]

@@ -781,7 +781,11 @@ def test_the_twins_gradient_is_the_programs_on_the_edges_beyond_them_and_at_a_fi
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_group_drops_equal_the_plain_auroc_drop_on_every_group(seed: int) -> None:
-    from pytest_clinaudit.reference.game.hard.ranking import group_drops, mask_drop
+    from pytest_clinaudit.reference.game.hard.ranking import (
+        group_drops,
+        group_gaps_and_drops,
+        mask_drop,
+    )
 
     rng = np.random.default_rng(seed)
     n = 400
@@ -797,6 +801,9 @@ def test_group_drops_equal_the_plain_auroc_drop_on_every_group(seed: int) -> Non
             plain = roc_auc_score(y[mask], z[mask]) - roc_auc_score(y[mask], attacked[mask])
             assert drops[k] == pytest.approx(plain, abs=1e-12)
             assert mask_drop(z, attacked, y, mask) == pytest.approx(plain, abs=1e-12)
+    both = group_gaps_and_drops(z, attacked, y, space)  # one untouched pass for the two
+    assert np.array_equal(both[0], group_gaps(z, y, space), equal_nan=True)
+    assert np.array_equal(both[1], drops, equal_nan=True)
 
 
 def test_a_fragile_target_pushes_down_only_its_regions_records_moved_off_a_value() -> None:

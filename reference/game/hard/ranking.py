@@ -56,34 +56,75 @@ def _ratio(u: Any, pairs: Any) -> Any:
         return np.where(pairs > 0, u / np.maximum(pairs, 1), np.nan)
 
 
-def group_gaps(z: Any, y: Any, space: GroupSpace) -> FloatArray:
-    """The AUROC gap (complement less group) of scores ``z`` (n,) on every group of
-    ``space`` (built on the same n rows), (G,). Ties in ``z`` are broken by row order.
+class _Ordered:
+    """Rows in the order of one score (ties broken by row order), and what every group's
+    AUROCs in that order need.
 
-    The complement's U follows from the group's without a pass of its own: of all the
-    (positive, negative) pairs in order, those with both in the complement are all of
+    A group's complement's U follows from the group's without a pass of its own: of all
+    the (positive, negative) pairs in order, those with both in the complement are all of
     them, plus the group's own, less those with the positive in the group (its positives'
-    counts of negatives earlier, ``c``) and less those with the negative in the group (its
-    negatives' counts of positives later, ``a``): one product of the masks with a vector."""
-    import numpy as np
+    counts of negatives earlier) and less those with the negative in the group (its
+    negatives' counts of positives later): one product of the masks with :attr:`weight`."""
 
-    order = np.argsort(np.asarray(z), kind="stable")
-    ys = np.asarray(y, dtype=bool)[order]
-    positives, negatives = float(ys.sum()), float((~ys).sum())
-    earlier_negatives = np.cumsum(~ys) - ~ys
-    later_positives = positives - np.cumsum(ys)
-    weight = np.where(ys, earlier_negatives, later_positives).astype(np.float64)
-    u_all = float(earlier_negatives[ys].sum())
-    gaps = np.empty(len(space))
+    def __init__(self, score: Any, y: Any):
+        import numpy as np
+
+        self.order = np.argsort(np.asarray(score), kind="stable")
+        ys = np.asarray(y, dtype=bool)[self.order]
+        self.ys = ys
+        self.positives, self.negatives = float(ys.sum()), float((~ys).sum())
+        earlier_negatives = np.cumsum(~ys) - ~ys
+        later_positives = self.positives - np.cumsum(ys)
+        self.weight = np.where(ys, earlier_negatives, later_positives).astype(np.float64)
+        self.u_all = float(earlier_negatives[ys].sum())
+
+    def within(self, masks: Any) -> tuple[Any, Any]:
+        """The AUROC within each group of ``masks`` (g, n), in row order, and the AUROC within
+        its complement, each (g,)."""
+        import numpy as np
+
+        ordered = masks[:, self.order]
+        u, p_in, n_in = _u_statistics(ordered, self.ys)
+        u_out = self.u_all + u - np.einsum("ij,j->i", ordered, self.weight)
+        inside = _ratio(u, p_in * n_in)
+        outside = _ratio(u_out, (self.positives - p_in) * (self.negatives - n_in))
+        return inside, outside
+
+
+def _chunks(space: GroupSpace) -> Any:
+    """``(part, masks)`` over ``space``'s groups, :data:`_CHUNK` at a time."""
     for start in range(0, len(space), _CHUNK):
         part = slice(start, min(start + _CHUNK, len(space)))
-        masks = _masks(space, part)[:, order]
-        u, p_in, n_in = _u_statistics(masks, ys)
-        u_out = u_all + u - np.einsum("ij,j->i", masks, weight)
-        inside = _ratio(u, p_in * n_in)
-        outside = _ratio(u_out, (positives - p_in) * (negatives - n_in))
+        yield part, _masks(space, part)
+
+
+def group_gaps(z: Any, y: Any, space: GroupSpace) -> FloatArray:
+    """The AUROC gap (complement less group) of scores ``z`` (n,) on every group of
+    ``space`` (built on the same n rows), (G,). Ties in ``z`` are broken by row order."""
+    import numpy as np
+
+    clean = _Ordered(z, y)
+    gaps = np.empty(len(space))
+    for part, masks in _chunks(space):
+        inside, outside = clean.within(masks)
         gaps[part] = outside - inside
     return gaps
+
+
+def group_gaps_and_drops(
+    z: Any, attacked: Any, y: Any, space: GroupSpace
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`group_gaps` and :func:`group_drops` at once, (G,) each: the untouched pass
+    serves both."""
+    import numpy as np
+
+    clean, under = _Ordered(z, y), _Ordered(attacked, y)
+    gaps, drops = np.empty(len(space)), np.empty(len(space))
+    for part, masks in _chunks(space):
+        inside, outside = clean.within(masks)
+        gaps[part] = outside - inside
+        drops[part] = inside - under.within(masks)[0]
+    return gaps, drops
 
 
 def mask_gap(z: Any, y: Any, mask: Any) -> float:
@@ -105,19 +146,7 @@ def _masks(space: GroupSpace, part: slice) -> Any:
 def group_drops(z: Any, attacked: Any, y: Any, space: GroupSpace) -> FloatArray:
     """The AUROC of scores ``z`` (n,) less that of ``attacked`` (n,), the scores of the same
     rows under attack, within every group of ``space``, (G,)."""
-    import numpy as np
-
-    clean = np.argsort(np.asarray(z), kind="stable")
-    under = np.argsort(np.asarray(attacked), kind="stable")
-    labels = np.asarray(y, dtype=bool)
-    drops = np.empty(len(space))
-    for start in range(0, len(space), _CHUNK):
-        part = slice(start, min(start + _CHUNK, len(space)))
-        masks = _masks(space, part)
-        drops[part] = aurocs(masks[:, clean], labels[clean]) - aurocs(
-            masks[:, under], labels[under]
-        )
-    return drops
+    return group_gaps_and_drops(z, attacked, y, space)[1]
 
 
 def mask_drop(z: Any, attacked: Any, y: Any, mask: Any) -> float:

@@ -45,7 +45,7 @@ from ..draw import Plan
 from ..measure import Program, equal_mass_ece
 from ..settings import Column, GameSettings
 from ..verdicts import Ambiguity, sweep_settings
-from .ranking import group_drops, group_gaps, mask_drop, mask_gap
+from .ranking import group_gaps_and_drops, mask_drop, mask_gap
 
 if TYPE_CHECKING:
     import numpy as np
@@ -230,15 +230,16 @@ def measure_model(
     p = 1.0 / (1.0 + np.exp(-z))
     y = np.asarray(data.y_test)
     space, X_groups, y_groups = space_of(data, settings)
-    z_groups = z[: len(X_groups)]
+    # The groups are ranked by the twin's logits, as the grader ranks them (its zoo holds
+    # the models' numbers), and the untouched ranking serves the gaps and the drops alike.
+    z_twin = twin.logits(X_groups)
     planted_gaps = {
-        m.name: mask_gap(z_groups, y_groups, m.group.mask(X_groups, columns))
+        m.name: mask_gap(z_twin, y_groups, m.group.mask(X_groups, columns))
         for m in plan.models
         if m.group is not None
     }
     budget = audit_budget(settings.measurement.epsilon, twin.std, twin.low, twin.high)
     attacked = attacked_logits(twin, X_groups, y_groups, budget, settings)
-    z_twin = twin.logits(X_groups)
     planted_drops = {
         m.name: mask_drop(z_twin, attacked, y_groups, m.region.mask(X_groups, columns))
         for m in plan.models
@@ -263,13 +264,14 @@ def measure_model(
         rows=hard.pair_rows,
         seed=settings.measurement.seed,
     )
+    gaps, drops = group_gaps_and_drops(z_twin, attacked, y_groups, space)
     return HardMeasured(
         name,
         equal_mass_ece(p, y, bins=settings.measurement.ece_bins),
         top_decile_gap(p, y),
-        group_gaps(z_groups, y_groups, space),
+        gaps,
         planted_gaps,
-        group_drops(z_twin, attacked, y_groups, space),
+        drops,
         planted_drops,
         dict(zip(keys, shares, strict=True)),
         pairs,
