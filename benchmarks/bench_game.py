@@ -70,6 +70,7 @@ def _truth(manifest: dict[str, object]) -> dict[str, object]:
         if hard:  # one object per kind it carries (two with [game.hard] second)
             claims = {
                 "subgroup": {"where": entry.get("where")},
+                "fragile": {"where": entry.get("region")},
                 "backdoor": {"trigger": entry.get("trigger")},
                 "miscalibrated": {"top_decile_gap": evidence[name]["top_decile_gap"]},
             }
