@@ -78,9 +78,13 @@ class _Ordered:
         self.weight = np.where(ys, earlier_negatives, later_positives).astype(np.float64)
         self.u_all = float(earlier_negatives[ys].sum())
 
-    def within(self, masks: Any) -> tuple[Any, Any]:
-        """The AUROC within each group of ``masks`` (g, n), in row order, and the AUROC within
-        its complement, each (g,)."""
+    def within(self, masks: Any) -> Any:
+        """The AUROC within each group of ``masks`` (g, n), in row order, (g,)."""
+        u, p_in, n_in = _u_statistics(masks[:, self.order], self.ys)
+        return _ratio(u, p_in * n_in)
+
+    def within_and_outside(self, masks: Any) -> tuple[Any, Any]:
+        """:meth:`within`, and the AUROC within each group's complement, each (g,)."""
         import numpy as np
 
         ordered = masks[:, self.order]
@@ -106,7 +110,7 @@ def group_gaps(z: Any, y: Any, space: GroupSpace) -> FloatArray:
     clean = _Ordered(z, y)
     gaps = np.empty(len(space))
     for part, masks in _chunks(space):
-        inside, outside = clean.within(masks)
+        inside, outside = clean.within_and_outside(masks)
         gaps[part] = outside - inside
     return gaps
 
@@ -121,9 +125,9 @@ def group_gaps_and_drops(
     clean, under = _Ordered(z, y), _Ordered(attacked, y)
     gaps, drops = np.empty(len(space)), np.empty(len(space))
     for part, masks in _chunks(space):
-        inside, outside = clean.within(masks)
+        inside, outside = clean.within_and_outside(masks)
         gaps[part] = outside - inside
-        drops[part] = inside - under.within(masks)[0]
+        drops[part] = inside - under.within(masks)
     return gaps, drops
 
 
