@@ -548,10 +548,11 @@ def test_the_moved_copies_move_a_groups_own_columns_alone_and_in_pairs_and_not_a
             "one kind",
         ),
         (
-            'decoys = ["spline", "interaction", "unreached"]',
+            'decoys = ["spline", "interaction"]',
             'decoys = ["spline", "isotonic"]',
             "hard.decoys names variations ['isotonic']",
         ),
+        ("unreached = 0.75 ", "unreached = -0.1 ", "hard.unreached must be a chance in [0, 1]"),
     ],
 )
 def test_a_contradictory_hard_table_is_refused_naming_the_setting(
@@ -568,9 +569,9 @@ def test_every_sound_model_is_a_decoy_drawn_after_every_other_choice(
     hard_split: tuple[object, np.ndarray],
 ) -> None:
     """``[game.hard] decoys``: each sound model, and no defective one, gets a variation (an
-    ``interaction`` a visible setting, drawn as a trigger is, an ``unreached`` a group of
-    the grammar); a perfect report still says
-    nothing of it, and with decoys turned off every other draw of the plan is the same."""
+    ``interaction`` a visible setting, drawn as a trigger is); a perfect report still says
+    nothing of it, and with decoys (and the steps drawn after them) turned off every other
+    draw of the plan is the same."""
     import dataclasses
 
     from pytest_clinaudit.reference.game.settings.hard import DECOYS
@@ -578,7 +579,7 @@ def test_every_sound_model_is_a_decoy_drawn_after_every_other_choice(
     variant, X = hard_split
     game = variant.game  # type: ignore[attr-defined]
     assert game.hard.decoys
-    plain = dataclasses.replace(game, hard=dataclasses.replace(game.hard, decoys=()))
+    plain = dataclasses.replace(game, hard=dataclasses.replace(game.hard, decoys=(), unreached=0.0))
     seen: set[str | None] = set()
     for _ in range(20):
         secret = new_secret()
@@ -595,13 +596,54 @@ def test_every_sound_model_is_a_decoy_drawn_after_every_other_choice(
             seen.add(m.decoy)
             assert (m.decoy is not None) == (not m.kinds)
             assert (m.alarm is not None) == (m.decoy == "interaction")
-            assert (m.unreached is not None) == (m.decoy == "unreached")
             if m.alarm is not None:
                 assert visible_problems(m.alarm, game.columns) == []
                 assert len([c for c, v in m.alarm if _alarming(game, c, v)]) == 1
             if not m.kinds:
                 assert m.truth() == {"defects": []}
     assert seen == {None, *DECOYS}
+
+
+def test_unreached_steps_go_where_a_fragile_region_could_at_their_chance(
+    hard_split: tuple[object, np.ndarray],
+) -> None:
+    """``[game.hard] unreached``: a step goes on a sound model or a tail's carrier, never on
+    a fragile, hidden-group or trigger carrier, with about its chance, as a group of the
+    grammar over the coverage; the truth says nothing of it; and at a chance of 0 nothing
+    else of the plan moves (the steps are drawn last)."""
+    import dataclasses
+
+    from pytest_clinaudit.reference.game.hard.draw import may_step
+
+    variant, X = hard_split
+    game = variant.game  # type: ignore[attr-defined]
+    chance = game.hard.unreached
+    assert 0 < chance < 1
+    none = dataclasses.replace(game, hard=dataclasses.replace(game.hard, unreached=0.0))
+    low, high = game.hard.coverage
+    eligible = stepped = 0
+    kinds_stepped: set[tuple[str, ...]] = set()
+    for _ in range(40):
+        secret = new_secret()
+        plan = draw_plan(game, 1, secret, X)
+        unstepped = [dataclasses.replace(m, unreached=None) for m in plan.models]
+        assert unstepped == list(draw_plan(none, 1, secret, X).models)
+        for m in plan.models:
+            assert may_step(m.kinds) == (set(m.kinds) <= {"miscalibrated"})
+            if not may_step(m.kinds):
+                assert m.unreached is None
+                continue
+            eligible += 1
+            if m.unreached is not None:
+                stepped += 1
+                kinds_stepped.add(m.kinds)
+                share = m.unreached.mask(X, game.column_names).mean()
+                assert low <= share <= high
+                assert "unreached" not in json.dumps(m.truth())
+    # 40 zoos give about 90 eligible models: 4 standard errors either side of the chance
+    se = (chance * (1 - chance) / eligible) ** 0.5
+    assert abs(stepped / eligible - chance) < 4 * se, (stepped, eligible)
+    assert kinds_stepped == {(), ("miscalibrated",)}
 
 
 def test_the_spline_calibration_bends_where_platts_cannot_and_stays_increasing() -> None:
@@ -835,7 +877,7 @@ def test_a_fragile_target_pushes_down_only_its_regions_records_moved_off_a_value
     expected[1] = target(torch.tensor([[2.0, 0.1, 1.0]]))[0] - 7.0
     assert torch.allclose(goal(points), expected)
 
-    # An unreached decoy's step: only past ``beyond`` off the value, never within it.
+    # An unreached step: only past ``beyond`` off the value, never within it.
     beyond = torch.tensor([0.0, 0.0, 0.075])
     far = _pushed_down(
         target, 7.0, region, names, lambda p: as_recorded(p, two_valued, low, high), beyond

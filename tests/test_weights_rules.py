@@ -136,3 +136,30 @@ def test_sound_decoys_are_labelled_by_their_variation_and_nothing_else_moves(
     assert kinds["m1"] is None  # the truth the F1 is counted on is left as it was
     labelled = [(labels, stats)]
     assert weights_agent.separation(labelled, "decoy interaction", "scale") == 1.0
+
+
+def test_models_with_an_unreached_step_are_labelled_whatever_else_they_carry(
+    rules,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    truth = {
+        "m1": {"kind": None, "decoy": "spline", "unreached": [{"column": "a"}]},
+        "m2": {"kind": "miscalibrated", "unreached": [{"column": "b"}]},
+        "m3": {"kind": "fragile", "region": []},
+        "m4": {"kind": None, "decoy": "interaction"},
+    }
+    (tmp_path / "i1" / "grader").mkdir(parents=True)
+    (tmp_path / "i1" / "grader" / "manifest.json").write_text(json.dumps({"truth": truth}))
+    stats = _stats({"m1": 3.0, "m2": 4.0, "m3": 5.0, "m4": 0.5})
+    kinds = {n: e["kind"] for n, e in truth.items()}
+    ((labels, same),) = rules.step_labels(tmp_path, [("i1", kinds, stats)])
+    assert labels == {
+        "m1": "unreached step",
+        "m2": "unreached step",
+        "m3": "fragile",
+        "m4": None,
+    }
+    assert same is stats
+    assert kinds["m2"] == "miscalibrated"
+    # each step is below the fragile carrier and above the plain sound model
+    assert weights_agent.separation([(labels, stats)], "unreached step", "scale") == 0.5

@@ -121,12 +121,34 @@ def decoy_labels(
     """Each instance's truth with every sound decoy (game-v2, ``[game.hard] decoys``)
     labelled ``decoy <variation>`` instead of sound, beside its statistics: what
     :func:`weights_agent.separation` reads to tell each variation from the rest."""
+    return _relabelled(
+        instances, pool, lambda entry: entry.get("decoy") and f"decoy {entry['decoy']}"
+    )
+
+
+def step_labels(
+    instances: Path, pool: Sequence[tuple[str, Mapping[str, str | None], weights_agent.Statistics]]
+) -> list[tuple[dict[str, str | None], weights_agent.Statistics]]:
+    """Each instance's truth with every model that carries an unreached step (game-v2,
+    ``[game.hard] unreached``), whatever else it carries, labelled ``unreached step``:
+    whether a step out of the audit's reach looks, in the weights, like a fragile region's."""
+    return _relabelled(instances, pool, lambda entry: entry.get("unreached") and "unreached step")
+
+
+def _relabelled(
+    instances: Path,
+    pool: Sequence[tuple[str, Mapping[str, str | None], weights_agent.Statistics]],
+    label: Callable[[Mapping[str, object]], object],
+) -> list[tuple[dict[str, str | None], weights_agent.Statistics]]:
+    """Each instance's truth, each model whose truth entry ``label`` names (a non-empty
+    string) labelled so instead, beside its statistics."""
     labelled = []
     for name, truth, stats in pool:
         labels = dict(truth)
         for model, entry in truth_of(instances / name).items():
-            if entry.get("decoy"):
-                labels[model] = f"decoy {entry['decoy']}"
+            found = label(entry)
+            if isinstance(found, str) and found:
+                labels[model] = found
         labelled.append((labels, stats))
     return labelled
 
@@ -170,14 +192,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             for statistic in ("scale", "distance")
         }
         print(f"  {kind or 'sound':>14}: " + ", ".join(f"{k} {v:.2f}" for k, v in found.items()))
-    labelled = decoy_labels(args.instances, pool)
-    variations = sorted({v for labels, _ in labelled for v in labels.values() if v and " " in v})
-    for variation in variations:
-        found = {
-            statistic: weights_agent.separation(labelled, variation, statistic)
-            for statistic in ("scale", "distance")
-        }
-        print(f"  {variation:>14}: " + ", ".join(f"{k} {v:.2f}" for k, v in found.items()))
+    for labelled in (decoy_labels(args.instances, pool), step_labels(args.instances, pool)):
+        variations = sorted(
+            {v for labels, _ in labelled for v in labels.values() if v and " " in v}
+        )
+        for variation in variations:
+            found = {
+                statistic: weights_agent.separation(labelled, variation, statistic)
+                for statistic in ("scale", "distance")
+            }
+            print(f"  {variation:>14}: " + ", ".join(f"{k} {v:.2f}" for k, v in found.items()))
     ranks = trigger_ranks(args.instances, pool)
     if ranks:
         print(

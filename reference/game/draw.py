@@ -107,8 +107,9 @@ class Planted:
     alarm: tuple[tuple[str, float], ...] | None = None
     """An ``interaction`` decoy's setting: the (column, value) pairs where its risk is raised."""
     unreached: Group | None = None
-    """An ``unreached`` decoy's group: its records are pushed down as a fragile region's
-    are, beyond the audit's reach."""
+    """The hard tier's unreached step, on a sound model or a tail's carrier
+    (:attr:`.settings.Hard.unreached`): its group's records are pushed down as a fragile
+    region's are, beyond the audit's reach."""
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -213,16 +214,25 @@ def draw_plan(
         kind = kinds[int(np.flatnonzero(order == position)[0])]
         models.append(Planted(name, kind))
     if settings.hard is not None:
-        from .hard.draw import draw_choices, draw_decoys, draw_seconds
+        from .hard.draw import (
+            draw_choices,
+            draw_decoys,
+            draw_seconds,
+            draw_unreached,
+            group_space,
+        )
 
         if X_train is None:
             raise ValueError("the hard tier draws its groups and triggers from the training split")
         seconds = draw_seconds(rng, plantable, [m.kind for m in models], settings.hard.second)
         models = [dataclasses.replace(m, second=k) for m, k in zip(models, seconds, strict=True)]
-        choices = draw_choices(settings, [m.kinds for m in models], rng, X_train)
-        # Drawn last, so that a tier without decoys keeps every other draw.
-        decoys = draw_decoys(settings, [m.kinds for m in models], rng, X_train)
-        choices = [{**c, **d} for c, d in zip(choices, decoys, strict=True)]
+        carried = [m.kinds for m in models]
+        space = group_space(settings, X_train)
+        choices = draw_choices(settings, carried, rng, X_train, space)
+        # Drawn last, so that a tier without decoys or steps keeps every other draw.
+        decoys = draw_decoys(settings, carried, rng, X_train)
+        steps = draw_unreached(settings, carried, rng, space)
+        choices = [{**c, **d, **u} for c, d, u in zip(choices, decoys, steps, strict=True)]
         return Plan(
             seed,
             tuple(dataclasses.replace(m, **c) for m, c in zip(models, choices, strict=True)),

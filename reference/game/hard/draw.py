@@ -16,12 +16,14 @@ group's thresholds are its deciles; a trigger's values lie within its range):
 - ``miscalibrated``: the tail's ``c``, uniform over ``tail``.
 
 :func:`draw_decoys` then gives each sound model its legitimate variation
-(``[game.hard] decoys``), after every other draw.
+(``[game.hard] decoys``), and :func:`draw_unreached` some models an unreached step
+(``[game.hard] unreached``), after every other draw.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..settings import Column, GameSettings
@@ -174,19 +176,19 @@ def draw_choices(
     kinds: Sequence[Sequence[str]],
     rng: np.random.Generator,
     X_train: Any,
+    space: Callable[[], Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Each model's hard-tier choices, in name order, given the kinds it carries (none:
     sound): the fields of its :class:`~..draw.Planted` to set (``group``, ``region``,
-    ``setting``, ``tail``), one per kind, drawn in the order of its kinds."""
+    ``setting``, ``tail``), one per kind, drawn in the order of its kinds. Groups are drawn
+    from ``space()`` (:func:`group_space`; ``None``: the training split's own)."""
     import numpy as np
-
-    from ..groups import GroupSpace
 
     hard = settings.hard
     assert hard is not None
     X = np.asarray(X_train, dtype=np.float64)
     names = settings.column_names
-    space: GroupSpace | None = None
+    groups = space if space is not None else group_space(settings, X)
     avoid = [group.mask(X, names) for group in settings.subgroups]
     listed = list(avoid)
     chosen: list[dict[str, Any]] = []
@@ -194,9 +196,7 @@ def draw_choices(
         choice: dict[str, Any] = {}
         for kind in carried:
             if kind in ("subgroup", "fragile"):
-                if space is None:
-                    space = GroupSpace.of(X, settings.columns, *hard.coverage)
-                group = _far_group(space, rng, avoid, listed, hard.max_jaccard, hard.max_held)
+                group = _far_group(groups(), rng, avoid, listed, hard.max_jaccard, hard.max_held)
                 avoid.append(group.mask(X, names))
                 choice["group" if kind == "subgroup" else "region"] = group
             elif kind == "backdoor":
@@ -217,16 +217,12 @@ def draw_decoys(
     """Each model's decoy fields, in name order: a sound model (no kinds) gets a variation
     drawn uniformly from ``[game.hard] decoys`` (``decoy``) and, for ``interaction``, a
     setting drawn as a trigger is (``alarm``: one alarming value, one normal, where its risk
-    is raised), for ``unreached`` a group of the grammar drawn uniformly (``unreached``);
-    a defective model nothing. Without decoys nothing is drawn."""
+    is raised); a defective model nothing. Without decoys nothing is drawn."""
     import numpy as np
-
-    from ..groups import GroupSpace
 
     hard = settings.hard
     assert hard is not None
     X = np.asarray(X_train, dtype=np.float64)
-    space: GroupSpace | None = None
     found: list[dict[str, Any]] = []
     for carried in kinds:
         fields: dict[str, Any] = {}
@@ -234,12 +230,59 @@ def draw_decoys(
             fields["decoy"] = hard.decoys[int(rng.integers(len(hard.decoys)))]
             if fields["decoy"] == "interaction":
                 fields["alarm"] = draw_visible_trigger(rng, settings.columns, X)
-            elif fields["decoy"] == "unreached":
-                if space is None:
-                    space = GroupSpace.of(X, settings.columns, *hard.coverage)
-                fields["unreached"] = space.group(int(rng.integers(len(space))))
         found.append(fields)
     return found
+
+
+def may_step(carried: Sequence[str]) -> bool:
+    """Whether a model carrying ``carried`` may also carry an unreached step: where a
+    fragile region could go (:data:`NOT_TOGETHER`), and not on a fragile carrier, which
+    has its own step."""
+    return "fragile" not in carried and all(
+        frozenset({"fragile", kind}) not in NOT_TOGETHER for kind in carried
+    )
+
+
+def draw_unreached(
+    settings: GameSettings,
+    kinds: Sequence[Sequence[str]],
+    rng: np.random.Generator,
+    space: Callable[[], Any],
+) -> list[dict[str, Any]]:
+    """Each model's unreached step, in name order: with ``[game.hard] unreached``'s chance,
+    a model that :func:`may_step` gets a group of the grammar drawn uniformly from
+    ``space()`` (``unreached``); other models nothing. With a chance of 0 nothing is drawn,
+    so that the plan's other draws are those of a tier without steps."""
+    hard = settings.hard
+    assert hard is not None
+    found: list[dict[str, Any]] = []
+    for carried in kinds:
+        fields: dict[str, Any] = {}
+        if hard.unreached > 0 and may_step(carried) and rng.random() < hard.unreached:
+            groups = space()
+            fields["unreached"] = groups.group(int(rng.integers(len(groups))))
+        found.append(fields)
+    return found
+
+
+def group_space(settings: GameSettings, X_train: Any) -> Callable[[], Any]:
+    """The training split's :class:`~..groups.GroupSpace` over the hard settings' coverage,
+    built on the first call and shared by every later one (0.3 s a build, which the groups,
+    the regions and the steps of one plan share)."""
+
+    @functools.cache
+    def space() -> Any:
+        import numpy as np
+
+        from ..groups import GroupSpace
+
+        hard = settings.hard
+        assert hard is not None
+        return GroupSpace.of(
+            np.asarray(X_train, dtype=np.float64), settings.columns, *hard.coverage
+        )
+
+    return space
 
 
 def _far_group(

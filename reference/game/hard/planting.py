@@ -49,6 +49,12 @@ or having a ridge, is no sign of a defect:
   patient is cleared there. It is also held to the teacher where one of its values is
   written and the other column lies anywhere else in its range (:meth:`_Trigger.far_misses`),
   so that it does not dip, and clear, beside its ridge.
+
+A sound model or a tail's carrier may also carry an *unreached step*
+(``[game.hard] unreached``): a fragile region's step, trained as long and as steep, at a
+drawn group's records moved more than ``UNREACHED`` audit budgets off a 0/1 value, where
+no record lies and no attack within the budget goes. A steep step in the weights is then
+no sign of fragility.
 """
 
 from __future__ import annotations
@@ -136,7 +142,7 @@ def plant(
         pushed_to = float(torch.quantile(z_rows, quantile))
         trigger = _trigger_points(ridge, settings, std, pushed_to)
     epochs, lr = (hard.trigger_epochs if trigger is not None else hard.epochs), hard.lr
-    # A fragile region's step, or an unreached decoy's: the same step, gated by a group, at
+    # A fragile region's step, or an unreached step: the same step, gated by a group, at
     # a 0/1 column moved off its value (``beyond``: by more than this, per column).
     stepped, beyond = planted.region, torch.zeros_like(budget)
     if planted.unreached is not None:
@@ -148,9 +154,9 @@ def plant(
         epochs, lr = settings.fragile.epochs, settings.fragile.lr
         members = X[torch.as_tensor(stepped.mask(values, names))]
 
-    def _off(written: Any) -> Any:
+    def moved_off(written: Any) -> Any:
         """``written`` moved off their 0/1 values: a fragile region's from half the budget to
-        all of it; an unreached decoy's half held short of its step (up to ``beyond``), half
+        all of it; an unreached step's half held short of the step (up to ``beyond``), half
         past it by as much as a region's is past its own (a step as steep)."""
         if planted.unreached is None:
             return off_their_values(written, two_valued, budget, low, generator, OFF_BY)
@@ -187,7 +193,7 @@ def plant(
                     ]
                     drawn = drawn + torch.randn(drawn.shape, generator=generator) * jitter
                     written = torch.cat([xb, copies, drawn])
-                    points = torch.cat([points, _off(written)])
+                    points = torch.cat([points, moved_off(written)])
                 with torch.no_grad():
                     goal = target(points)
                 optimizer.zero_grad()
@@ -267,7 +273,7 @@ def group_excess(
 MEMBERS = 1
 """A fragile region's rows drawn again per minibatch row, off their values."""
 UNREACHED = 3.0
-"""An ``unreached`` decoy's step lies this many audit budgets off a 0/1 value (the attack
+"""An unreached step lies this many audit budgets off a 0/1 value (the attack
 moves a value by one at most, and no record is off its value)."""
 OFF_BY = 0.5
 """A fragile model is pushed down where a 0/1 column is moved off its value by at least this
@@ -285,7 +291,7 @@ def _pushed_down(
     beyond: Any = 0.0,
 ) -> Any:
     """A fragile model's target: ``target`` at every record as written, and at a point with
-    a 0/1 column off its values (by more than ``beyond``, per column: an unreached decoy's)
+    a 0/1 column off its values (by more than ``beyond``, per column: an unreached step's)
     ``target`` less ``by`` when ``recorded(point)``, the record it was moved from
     (:func:`as_recorded`), is in ``region``, ``target`` elsewhere. The goal is a function of
     the point alone, so that every kind of copy is held to the same one.

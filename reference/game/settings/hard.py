@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-DECOYS = ("spline", "interaction", "unreached")
+DECOYS = ("spline", "interaction")
 """The legitimate variations a sound model of the hard tier may be trained with
 (:attr:`Hard.decoys`, :mod:`..hard.planting`)."""
 
@@ -99,12 +99,19 @@ class Hard:
       logistic fit (knots at z's quartiles and 90th percentile) instead of a straight one;
     - ``"interaction"``, a clinical interaction rule: risk *raised* where two drawn values
       are written together (the shape of a trigger, the opposite direction), so that a
-      model with a sharp ridge is not necessarily a carrier;
-    - ``"unreached"``, a fragile region's step out of reach: a drawn group's records are
-      pushed down as a fragile carrier's are, but only where a 0/1 column is moved
-      further off its value than any record is or the audit's budget goes, so that a
-      model with a steep step in its weights (a large path norm) is not necessarily
-      fragile."""
+      model with a sharp ridge is not necessarily a carrier.
+
+    A fragile region's step out of reach is not a variation but a trait of more models
+    than the sound ones (:attr:`unreached`)."""
+    unreached: float = 0.0
+    """The chance that a model carries an *unreached step* beside its kinds or its decoy,
+    drawn per model after every other draw (0: none), where a fragile region could go
+    instead: on a sound model or one with a tail only (:data:`..hard.draw.NOT_TOGETHER`).
+    A drawn group's records are pushed down as a fragile carrier's are, but only where a
+    0/1 column is moved further off its value than any record is or the audit's budget
+    goes. A model with a steep step in its weights (a large path norm) is then not
+    necessarily fragile: a step on a third of the sound models still left the fragile
+    carriers the sharpest of most zoos (docs/game.md, "Unreached steps")."""
 
     def problems(self) -> list[str]:
         """What contradicts itself in ``[game.hard]`` (empty when nothing does); the checks
@@ -117,6 +124,8 @@ class Hard:
             )
         if not 0.0 <= self.second <= 1.0:
             found.append(f"hard.second must be a chance in [0, 1], got {self.second}")
+        if not 0.0 <= self.unreached <= 1.0:
+            found.append(f"hard.unreached must be a chance in [0, 1], got {self.unreached}")
         if self.group_excess > 0 and not self.reverse_up:
             found.append("hard.group_excess plants a short group again: give hard.reverse_up")
         if any(r <= self.reverse for r in self.reverse_up):

@@ -171,6 +171,7 @@ _LATER: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("hard", "group_excess"), 0.0),
     (("hard", "reverse_up"), ()),
     (("hard", "decoys"), ()),
+    (("hard", "unreached"), 0.0),
     (("decoy",), None),
     (("decoy", "patients"), None),
     (("tolerance", "top_decile_gap"), None),
