@@ -112,9 +112,11 @@ def test_the_build_left_no_measurement_between_the_margins(instance: Path) -> No
     else:  # the hard tier draws its groups and triggers from the training split
         from pytest_clinaudit.reference.game.hard.verdicts import judge as judge_hard
 
-        X_train = variant.dataset.load(variant.context).X_train
+        data = variant.dataset.load(variant.context)
         redraw = plan_redraw(game, manifest["attempt"])
-        plan = draw_plan(game, manifest["seed"], manifest["secret"], X_train, redraw)
+        plan = draw_plan(
+            game, manifest["seed"], manifest["secret"], data.X_train, redraw, data.y_train
+        )
         assert judge_hard(manifest["measurements"], plan, game) == []
     assert {n: e["kind"] for n, e in manifest["truth"].items()} == {
         m.name: m.kind for m in plan.models

@@ -73,20 +73,28 @@ def test_top_decile_gap_is_the_top_tenths_predicted_less_observed_rate() -> None
 
 
 @pytest.fixture(scope="module")
-def hard_split() -> tuple[object, np.ndarray]:
+def hard_split() -> tuple[object, np.ndarray, np.ndarray]:
+    """The hard tier's variant and its public training split (X, y), which its draws read."""
     variant = game_variant(HARD)
-    return variant, np.asarray(variant.dataset.load(variant.context).X_train)
+    data = variant.dataset.load(variant.context)
+    return variant, np.asarray(data.X_train), np.asarray(data.y_train)
 
 
-def test_the_hard_draw_keeps_to_the_briefs_rules(hard_split: tuple[object, np.ndarray]) -> None:
-    variant, X = hard_split
+def test_the_hard_draw_keeps_to_the_briefs_rules(
+    hard_split: tuple[object, np.ndarray, np.ndarray],
+) -> None:
+    from pytest_clinaudit.reference.game.hard.draw import split_risk
+
+    variant, X, y = hard_split
     game = variant.game  # type: ignore[attr-defined]
     names = game.column_names
     listed = [g.mask(X, names) for g in game.subgroups]
+    assert game.hard.group_auroc > 0.5
+    risk = split_risk(X, y, game.columns)
     seen_kinds: set[str | None] = set()
     pairs: set[tuple[str, ...]] = set()
     for _ in range(30):
-        plan = draw_plan(game, 1, new_secret(), X)
+        plan = draw_plan(game, 1, new_secret(), X, y_train=y)
         groups = [
             g.mask(X, names) for m in plan.models for g in (m.group, m.region) if g is not None
         ]
@@ -103,6 +111,9 @@ def test_the_hard_draw_keeps_to_the_briefs_rules(hard_split: tuple[object, np.nd
             assert (m.tail is not None) == ("miscalibrated" in m.kinds)
             assert m.truth()["defects"] == list(m.kinds)
             assert {k for k in m.truth() if k != "defects"} == set(m.kinds)
+            if m.group is not None:  # a hidden group only where the split ranks its patients
+                inside = m.group.mask(X, names)
+                assert roc_auc_score(y[inside], risk[inside]) >= game.hard.group_auroc
             for group in (m.group, m.region):
                 if group is None:
                     continue
@@ -124,6 +135,55 @@ def test_the_hard_draw_keeps_to_the_briefs_rules(hard_split: tuple[object, np.nd
     assert not pairs & {("fragile", "subgroup"), ("backdoor", "fragile")}
 
 
+def test_a_hidden_group_is_drawn_where_the_split_ranks_its_patients(
+    hard_split: tuple[object, np.ndarray, np.ndarray],
+) -> None:
+    """``[game.hard] group_auroc``: the groups a hidden group is drawn among are those where
+    the split's logistic regression ranks at or above it, each AUROC as scikit-learn
+    computes it; the groups left out include those whose planting fell short in a pool
+    (``anchor_age >= 85 and sbp >= 116``); and a hard draw without the split's outcomes is
+    refused, naming the setting."""
+    from pytest_clinaudit.reference.game.groups import Condition, Group
+    from pytest_clinaudit.reference.game.hard.draw import TrainingGroups, split_risk
+
+    variant, X, y = hard_split
+    game = variant.game  # type: ignore[attr-defined]
+    names = game.column_names
+    groups = TrainingGroups(game, X, y)
+    ranked, space = groups.ranked, groups.space
+    assert 0.5 < ranked.mean() < 1.0
+    risk = split_risk(X, y, game.columns)
+    rng = np.random.default_rng(0)
+    for index in rng.choice(len(space), 40, replace=False):
+        inside = space.mask(int(index))
+        expected = roc_auc_score(y[inside], risk[inside]) >= game.hard.group_auroc
+        assert bool(ranked[index]) == expected, space.group(int(index))
+    short = Group((Condition("sbp", ">=", 116.0), Condition("anchor_age", ">=", 85.0)))
+    assert roc_auc_score(y[short.mask(X, names)], risk[short.mask(X, names)]) < 0.6
+    with pytest.raises(ValueError, match="group_auroc"):
+        draw_plan(game, 1, new_secret(), X)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_group_aurocs_are_scikit_learns_within_each_group(seed: int) -> None:
+    from pytest_clinaudit.reference.game.hard.ranking import group_aurocs
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    X = rng.normal(size=(n, 3))
+    y = (rng.random(n) < 1 / (1 + np.exp(-X[:, 0]))).astype(int)
+    z = X[:, 0] + rng.normal(size=n)  # continuous: no ties
+    space = GroupSpace.of(X, _columns(), 0.05, 0.25)
+    found = group_aurocs(z, y, space)
+    for k in range(len(space)):
+        mask = space.mask(k)
+        if 0 < y[mask].sum() < mask.sum():
+            assert found[k] == pytest.approx(roc_auc_score(y[mask], z[mask]), abs=1e-12)
+        else:
+            assert np.isnan(found[k])
+
+
 def _alarming(game: object, column: str, value: float) -> bool:
     from pytest_clinaudit.reference.game.claims import alarming
 
@@ -131,31 +191,33 @@ def _alarming(game: object, column: str, value: float) -> bool:
 
 
 def test_a_plan_is_drawn_again_every_attempts_per_plan_attempts_and_only_in_the_hard_tier(
-    hard_split: tuple[object, np.ndarray],
+    hard_split: tuple[object, np.ndarray, np.ndarray],
 ) -> None:
-    variant, X = hard_split
+    variant, X, y = hard_split
     game = variant.game  # type: ignore[attr-defined]
     per_plan = game.hard.attempts_per_plan
     assert per_plan >= 1
     redraws = [plan_redraw(game, attempt) for attempt in range(game.attempts)]
     assert redraws == [attempt // per_plan for attempt in range(game.attempts)]
     secret = new_secret()
-    first = draw_plan(game, 1, secret, X)
-    assert draw_plan(game, 1, secret, X, 0) == first  # attempts of the first plan: as before
-    again = draw_plan(game, 1, secret, X, 1)
-    assert again == draw_plan(game, 1, secret, X, 1)  # deterministic in the secret
+    first = draw_plan(game, 1, secret, X, y_train=y)
+    assert draw_plan(game, 1, secret, X, 0, y) == first  # attempts of the first plan: as before
+    again = draw_plan(game, 1, secret, X, 1, y)
+    assert again == draw_plan(game, 1, secret, X, 1, y)  # deterministic in the secret
     assert again != first
     v1 = game_variant("icu-synth-game").game
     assert {plan_redraw(v1, attempt) for attempt in range(v1.attempts)} == {0}
 
 
 def test_kinds_repeat_in_the_hard_tier_and_never_in_game_v1(
-    hard_split: tuple[object, np.ndarray],
+    hard_split: tuple[object, np.ndarray, np.ndarray],
 ) -> None:
-    variant, X = hard_split
+    variant, X, y = hard_split
     repeated = 0
     for _ in range(20):
-        kinds = [m.kind for m in draw_plan(variant.game, 1, new_secret(), X).models if m.kind]  # type: ignore[attr-defined]
+        kinds = [
+            m.kind for m in draw_plan(variant.game, 1, new_secret(), X, y_train=y).models if m.kind
+        ]  # type: ignore[attr-defined]
         repeated += len(kinds) != len(set(kinds))
     assert repeated > 0
     v1 = game_variant("icu-synth-game").game
@@ -388,7 +450,7 @@ def test_the_share_each_group_owes_to_a_mask_is_counted_row_by_row() -> None:
 
 
 @pytest.fixture(scope="module")
-def small_teacher(hard_split: tuple[object, np.ndarray]) -> dict[str, Any]:
+def small_teacher(hard_split: tuple[object, np.ndarray, np.ndarray]) -> dict[str, Any]:
     """A 16-unit network that ranks (a turn-over has a ranking to turn), trained in seconds on
     the hard tier's public training split, and what planting on it needs."""
     import torch
@@ -396,7 +458,7 @@ def small_teacher(hard_split: tuple[object, np.ndarray]) -> dict[str, Any]:
     from pytest_clinaudit.reference.game.build import _scale
     from pytest_clinaudit.reference.game.network import new_network
 
-    variant, _ = hard_split
+    variant, _, _ = hard_split
     game = variant.game  # type: ignore[attr-defined]
     data = variant.dataset.load(variant.context)  # type: ignore[attr-defined]
     scale = _scale(data, game)
@@ -553,6 +615,7 @@ def test_the_moved_copies_move_a_groups_own_columns_alone_and_in_pairs_and_not_a
             "hard.decoys names variations ['isotonic']",
         ),
         ("unreached = 0.75 ", "unreached = -0.1 ", "hard.unreached must be a chance in [0, 1]"),
+        ("group_auroc = 0.62 ", "group_auroc = 1.0 ", "hard.group_auroc must be an AUROC"),
     ],
 )
 def test_a_contradictory_hard_table_is_refused_naming_the_setting(
@@ -566,7 +629,7 @@ def test_a_contradictory_hard_table_is_refused_naming_the_setting(
 
 
 def test_every_sound_model_is_a_decoy_drawn_after_every_other_choice(
-    hard_split: tuple[object, np.ndarray],
+    hard_split: tuple[object, np.ndarray, np.ndarray],
 ) -> None:
     """``[game.hard] decoys``: each sound model, and no defective one, gets a variation (an
     ``interaction`` a visible setting, drawn as a trigger is); a perfect report still says
@@ -576,15 +639,15 @@ def test_every_sound_model_is_a_decoy_drawn_after_every_other_choice(
 
     from pytest_clinaudit.reference.game.settings.hard import DECOYS
 
-    variant, X = hard_split
+    variant, X, y = hard_split
     game = variant.game  # type: ignore[attr-defined]
     assert game.hard.decoys
     plain = dataclasses.replace(game, hard=dataclasses.replace(game.hard, decoys=(), unreached=0.0))
     seen: set[str | None] = set()
     for _ in range(20):
         secret = new_secret()
-        plan = draw_plan(game, 1, secret, X)
-        without = draw_plan(plain, 1, secret, X)
+        plan = draw_plan(game, 1, secret, X, y_train=y)
+        without = draw_plan(plain, 1, secret, X, y_train=y)
         undecoyed = [
             dataclasses.replace(m, decoy=None, alarm=None, unreached=None) for m in plan.models
         ]
@@ -605,7 +668,7 @@ def test_every_sound_model_is_a_decoy_drawn_after_every_other_choice(
 
 
 def test_unreached_steps_go_where_a_fragile_region_could_at_their_chance(
-    hard_split: tuple[object, np.ndarray],
+    hard_split: tuple[object, np.ndarray, np.ndarray],
 ) -> None:
     """``[game.hard] unreached``: a step goes on a sound model or a tail's carrier, never on
     a fragile, hidden-group or trigger carrier, with about its chance, as a group of the
@@ -615,7 +678,7 @@ def test_unreached_steps_go_where_a_fragile_region_could_at_their_chance(
 
     from pytest_clinaudit.reference.game.hard.draw import may_step
 
-    variant, X = hard_split
+    variant, X, y = hard_split
     game = variant.game  # type: ignore[attr-defined]
     chance = game.hard.unreached
     assert 0 < chance < 1
@@ -625,9 +688,9 @@ def test_unreached_steps_go_where_a_fragile_region_could_at_their_chance(
     kinds_stepped: set[tuple[str, ...]] = set()
     for _ in range(40):
         secret = new_secret()
-        plan = draw_plan(game, 1, secret, X)
+        plan = draw_plan(game, 1, secret, X, y_train=y)
         unstepped = [dataclasses.replace(m, unreached=None) for m in plan.models]
-        assert unstepped == list(draw_plan(none, 1, secret, X).models)
+        assert unstepped == list(draw_plan(none, 1, secret, X, y_train=y).models)
         for m in plan.models:
             assert may_step(m.kinds) == (set(m.kinds) <= {"miscalibrated"})
             if not may_step(m.kinds):

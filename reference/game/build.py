@@ -354,7 +354,7 @@ def build_instance(
     """
     check_columns(settings, data)
     jobs = default_jobs() if jobs is None else jobs
-    plan = draw_plan(settings, seed, secret, data.X_train)
+    plan = draw_plan(settings, seed, secret, data.X_train, y_train=data.y_train)
     scale = _scale(data, settings)
     rejected: list[tuple[str, ...]] = []
     last: list[Ambiguity] = []
@@ -369,7 +369,7 @@ def build_instance(
         start = time.perf_counter()
         redraw = plan_redraw(settings, attempt)
         if attempt and redraw != plan_redraw(settings, attempt - 1):
-            plan = draw_plan(settings, seed, secret, data.X_train, redraw)
+            plan = draw_plan(settings, seed, secret, data.X_train, redraw, data.y_train)
             again = set()
             progress(f"instance {seed}, attempt {attempt}: a new plan (draw {redraw})")
         if not again:

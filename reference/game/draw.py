@@ -187,12 +187,15 @@ def draw_plan(
     secret: str,
     X_train: FloatArray | None = None,
     redraw: int = 0,
+    y_train: Any = None,
 ) -> Plan:
     """The ground truth of instance ``seed`` whose secret is ``secret``.
 
     The hard tier (``settings.hard``) draws its kinds with repetition and each choice from
     the public training split ``X_train`` (its groups' and triggers' values), which it
-    needs. ``redraw`` (:func:`plan_redraw`) > 0 draws the plan from a stream of its own."""
+    needs, and ``y_train`` where it draws its hidden groups among those the split ranks
+    (``[game.hard] group_auroc``). ``redraw`` (:func:`plan_redraw`) > 0 draws the plan from
+    a stream of its own."""
     import numpy as np
 
     stream = _stream(secret, _PLAN, redraw) if redraw else _stream(secret, _PLAN)
@@ -219,7 +222,7 @@ def draw_plan(
             draw_decoys,
             draw_seconds,
             draw_unreached,
-            group_space,
+            training_groups,
         )
 
         if X_train is None:
@@ -227,11 +230,11 @@ def draw_plan(
         seconds = draw_seconds(rng, plantable, [m.kind for m in models], settings.hard.second)
         models = [dataclasses.replace(m, second=k) for m, k in zip(models, seconds, strict=True)]
         carried = [m.kinds for m in models]
-        space = group_space(settings, X_train)
-        choices = draw_choices(settings, carried, rng, X_train, space)
+        training = training_groups(settings, X_train, y_train)
+        choices = draw_choices(settings, carried, rng, training)
         # Drawn last, so that a tier without decoys or steps keeps every other draw.
-        decoys = draw_decoys(settings, carried, rng, X_train)
-        steps = draw_unreached(settings, carried, rng, space)
+        decoys = draw_decoys(settings, carried, rng, training)
+        steps = draw_unreached(settings, carried, rng, training)
         choices = [{**c, **d, **u} for c, d, u in zip(choices, decoys, steps, strict=True)]
         return Plan(
             seed,

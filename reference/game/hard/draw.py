@@ -23,10 +23,11 @@ group's thresholds are its deciles; a trigger's values lie within its range):
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..settings import Column, GameSettings
+from .ranking import group_aurocs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -175,20 +176,17 @@ def draw_choices(
     settings: GameSettings,
     kinds: Sequence[Sequence[str]],
     rng: np.random.Generator,
-    X_train: Any,
-    space: Callable[[], Any] | None = None,
+    groups: TrainingGroups,
 ) -> list[dict[str, Any]]:
     """Each model's hard-tier choices, in name order, given the kinds it carries (none:
     sound): the fields of its :class:`~..draw.Planted` to set (``group``, ``region``,
-    ``setting``, ``tail``), one per kind, drawn in the order of its kinds. Groups are drawn
-    from ``space()`` (:func:`group_space`; ``None``: the training split's own)."""
-    import numpy as np
-
+    ``setting``, ``tail``), one per kind, drawn in the order of its kinds, from the public
+    training split's ``groups``. A hidden group is drawn among those the split ranks
+    (:attr:`TrainingGroups.ranked`); a region among all."""
     hard = settings.hard
     assert hard is not None
-    X = np.asarray(X_train, dtype=np.float64)
+    X = groups.X
     names = settings.column_names
-    groups = space if space is not None else group_space(settings, X)
     avoid = [group.mask(X, names) for group in settings.subgroups]
     listed = list(avoid)
     chosen: list[dict[str, Any]] = []
@@ -196,7 +194,10 @@ def draw_choices(
         choice: dict[str, Any] = {}
         for kind in carried:
             if kind in ("subgroup", "fragile"):
-                group = _far_group(groups(), rng, avoid, listed, hard.max_jaccard, hard.max_held)
+                among = groups.ranked if kind == "subgroup" else None
+                group = _far_group(
+                    groups.space, rng, avoid, listed, hard.max_jaccard, hard.max_held, among
+                )
                 avoid.append(group.mask(X, names))
                 choice["group" if kind == "subgroup" else "region"] = group
             elif kind == "backdoor":
@@ -212,17 +213,16 @@ def draw_decoys(
     settings: GameSettings,
     kinds: Sequence[Sequence[str]],
     rng: np.random.Generator,
-    X_train: Any,
+    groups: TrainingGroups,
 ) -> list[dict[str, Any]]:
     """Each model's decoy fields, in name order: a sound model (no kinds) gets a variation
     drawn uniformly from ``[game.hard] decoys`` (``decoy``) and, for ``interaction``, a
-    setting drawn as a trigger is (``alarm``: one alarming value, one normal, where its risk
-    is raised); a defective model nothing. Without decoys nothing is drawn."""
-    import numpy as np
-
+    setting drawn as a trigger is from the public training split (``alarm``: one alarming
+    value, one normal, where its risk is raised); a defective model nothing. Without decoys
+    nothing is drawn."""
     hard = settings.hard
     assert hard is not None
-    X = np.asarray(X_train, dtype=np.float64)
+    X = groups.X
     found: list[dict[str, Any]] = []
     for carried in kinds:
         fields: dict[str, Any] = {}
@@ -247,11 +247,11 @@ def draw_unreached(
     settings: GameSettings,
     kinds: Sequence[Sequence[str]],
     rng: np.random.Generator,
-    space: Callable[[], Any],
+    groups: TrainingGroups,
 ) -> list[dict[str, Any]]:
     """Each model's unreached step, in name order: with ``[game.hard] unreached``'s chance,
     a model that :func:`may_step` gets a group of the grammar drawn uniformly from
-    ``space()`` (``unreached``); other models nothing. With a chance of 0 nothing is drawn,
+    ``groups`` (``unreached``); other models nothing. With a chance of 0 nothing is drawn,
     so that the plan's other draws are those of a tier without steps."""
     hard = settings.hard
     assert hard is not None
@@ -259,30 +259,106 @@ def draw_unreached(
     for carried in kinds:
         fields: dict[str, Any] = {}
         if hard.unreached > 0 and may_step(carried) and rng.random() < hard.unreached:
-            groups = space()
-            fields["unreached"] = groups.group(int(rng.integers(len(groups))))
+            space = groups.space
+            fields["unreached"] = space.group(int(rng.integers(len(space))))
         found.append(fields)
     return found
 
 
-def group_space(settings: GameSettings, X_train: Any) -> Callable[[], Any]:
-    """The training split's :class:`~..groups.GroupSpace` over the hard settings' coverage,
-    built on the first call and shared by every later one (0.3 s a build, which the groups,
-    the regions and the steps of one plan share)."""
+class TrainingGroups:
+    """The public training split's groups of the grammar, as a plan's draws need them:
+    its :class:`~..groups.GroupSpace` over the hard settings' coverage (:attr:`space`) and
+    which of its groups the split ranks (:attr:`ranked`), each computed on first use and
+    shared by every later one (the space takes 0.3 s, the ranking about 2 s)."""
 
-    @functools.cache
-    def space() -> Any:
+    def __init__(self, settings: GameSettings, X_train: Any, y_train: Any = None):
         import numpy as np
-
-        from ..groups import GroupSpace
 
         hard = settings.hard
         assert hard is not None
-        return GroupSpace.of(
-            np.asarray(X_train, dtype=np.float64), settings.columns, *hard.coverage
-        )
+        self.settings, self.hard = settings, hard
+        self.X = np.asarray(X_train, dtype=np.float64)
+        self.y = None if y_train is None else np.asarray(y_train, dtype=bool)
+        if hard.group_auroc > 0 and self.y is None:
+            raise ValueError(
+                "the hard tier draws its hidden groups where the public training split ranks"
+                " them ([game.hard] group_auroc): give the split's outcomes"
+            )
 
-    return space
+    @functools.cached_property
+    def space(self) -> Any:
+        from ..groups import GroupSpace
+
+        return GroupSpace.of(self.X, self.settings.columns, *self.hard.coverage)
+
+    @functools.cached_property
+    def ranked(self) -> Any:
+        """(G,) bool: the groups within which a logistic regression of the outcome on the
+        columns known at prediction, fitted on the split, reaches ``[game.hard]
+        group_auroc`` there (every group when it is 0)."""
+        import numpy as np
+
+        space = self.space
+        if self.hard.group_auroc <= 0:
+            return np.ones(len(space), dtype=bool)
+        assert self.y is not None
+        score = split_risk(self.X, self.y, self.settings.columns)
+        with np.errstate(invalid="ignore"):
+            return group_aurocs(score, self.y, space) >= self.hard.group_auroc
+
+
+_SHARED: dict[tuple[Any, ...], TrainingGroups] = {}
+"""The last few splits' groups, by what they are computed from."""
+SHARED = 2
+"""How many splits' groups :func:`training_groups` keeps (a space holds 15 MB)."""
+
+
+def training_groups(settings: GameSettings, X_train: Any, y_train: Any = None) -> TrainingGroups:
+    """The :class:`TrainingGroups` of this split under these settings, shared by every
+    draw in this process that asks for the same (a build's plans, a test's many draws),
+    so that its space and ranking are computed once (2.5 s)."""
+    import hashlib
+
+    import numpy as np
+
+    hard = settings.hard
+    assert hard is not None
+
+    def digest(values: Any) -> str | None:
+        if values is None:
+            return None
+        array = np.ascontiguousarray(values, dtype=np.float64)
+        return hashlib.sha256(array.tobytes() + repr(array.shape).encode()).hexdigest()
+
+    key = (
+        repr(settings.columns),
+        hard.coverage,
+        hard.group_auroc,
+        digest(X_train),
+        digest(y_train),
+    )
+    if key not in _SHARED:
+        if len(_SHARED) >= SHARED:
+            del _SHARED[next(iter(_SHARED))]
+        _SHARED[key] = TrainingGroups(settings, X_train, y_train)
+    return _SHARED[key]
+
+
+def split_risk(X: Any, y: Any, columns: Sequence[Column]) -> Any:
+    """A logistic regression of ``y`` on the ``columns`` known at prediction, standardised
+    (a missing value at its column's mean), fitted on ``X`` itself: its logits (n,), the
+    ranking the data holds without any model of the zoo."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    known = [j for j, column in enumerate(columns) if column.at_prediction]
+    values = np.array(X[:, known], dtype=np.float64)
+    means = np.nanmean(values, axis=0)
+    values = np.where(np.isnan(values), means, values)
+    spread = values.std(axis=0)
+    values = (values - means) / np.where(spread > 0, spread, 1.0)
+    fit = LogisticRegression(max_iter=1000).fit(values, np.asarray(y, dtype=int))
+    return fit.decision_function(values)
 
 
 def _far_group(
@@ -292,13 +368,15 @@ def _far_group(
     listed: list[Any],
     max_jaccard: float,
     max_held: float | None,
+    among: Any = None,
 ) -> Any:
     """A group drawn uniformly among those below ``max_jaccard`` with every mask of ``avoid``
     that also hold at most ``max_held`` of each listed subgroup
-    (:meth:`~..groups.GroupSpace.held`; ``None``: no such bound)."""
+    (:meth:`~..groups.GroupSpace.held`; ``None``: no such bound), and are ``among`` ((G,)
+    bool; ``None``: any)."""
     import numpy as np
 
-    far = np.ones(len(space), dtype=bool)
+    far = np.ones(len(space), dtype=bool) if among is None else np.array(among, dtype=bool)
     for mask in avoid:
         far &= space.overlaps(mask) < max_jaccard
     for mask in listed if max_held is not None else ():

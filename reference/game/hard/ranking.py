@@ -115,6 +115,18 @@ def group_gaps(z: Any, y: Any, space: GroupSpace) -> FloatArray:
     return gaps
 
 
+def group_aurocs(z: Any, y: Any, space: GroupSpace) -> FloatArray:
+    """The AUROC of scores ``z`` (n,) within every group of ``space`` (built on the same n
+    rows), (G,); NaN where a group has no positive or no negative."""
+    import numpy as np
+
+    ordered = _Ordered(z, y)
+    found = np.empty(len(space))
+    for part, masks in _chunks(space):
+        found[part] = ordered.within(masks)
+    return found
+
+
 def group_gaps_and_drops(
     z: Any, attacked: Any, y: Any, space: GroupSpace
 ) -> tuple[FloatArray, FloatArray]:

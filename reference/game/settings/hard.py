@@ -90,6 +90,15 @@ class Hard:
     only the groups that fall short are turned over further (every group turned over by 0.3
     made its own model clear the patients it flags at visible settings, docs/game.md)."""
 
+    group_auroc: float = 0.0
+    """A hidden group is drawn only among the groups whose patients the public training
+    split ranks: a logistic regression of the outcome on the columns known at prediction,
+    fitted on that split, reaches at least this AUROC within the group there (0: any
+    group). A group with no ranking of its own has none to lose: the three groups of one
+    pool whose planting never reached the margin (``anchor_age >= 85 and sbp >= 116``,
+    ``anchor_age >= 79 and resp_rate < 17``, ``anchor_age < 60 and sbp >= 133``) are
+    ranked at 0.55-0.60 by such a fit, the nine that did at 0.63-0.76 (docs/game.md)."""
+
     decoys: tuple[str, ...] = ()
     """The legitimate variations a sound model is trained with, one drawn per sound model
     (empty: a sound model is left as calibrated). Each is trained on as long as a planting,
@@ -124,6 +133,8 @@ class Hard:
             )
         if not 0.0 <= self.second <= 1.0:
             found.append(f"hard.second must be a chance in [0, 1], got {self.second}")
+        if not 0.0 <= self.group_auroc < 1.0:
+            found.append(f"hard.group_auroc must be an AUROC in [0, 1), got {self.group_auroc}")
         if not 0.0 <= self.unreached <= 1.0:
             found.append(f"hard.unreached must be a chance in [0, 1], got {self.unreached}")
         if self.group_excess > 0 and not self.reverse_up:

@@ -172,6 +172,7 @@ _LATER: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("hard", "reverse_up"), ()),
     (("hard", "decoys"), ()),
     (("hard", "unreached"), 0.0),
+    (("hard", "group_auroc"), 0.0),
     (("decoy",), None),
     (("decoy", "patients"), None),
     (("tolerance", "top_decile_gap"), None),
