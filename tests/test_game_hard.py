@@ -83,7 +83,7 @@ def hard_split() -> tuple[object, np.ndarray, np.ndarray]:
 def test_the_hard_draw_keeps_to_the_briefs_rules(
     hard_split: tuple[object, np.ndarray, np.ndarray],
 ) -> None:
-    from pytest_clinaudit.reference.game.hard.draw import split_risk
+    from pytest_clinaudit.reference.game.hard.candidates import split_risk
 
     variant, X, y = hard_split
     game = variant.game  # type: ignore[attr-defined]
@@ -144,7 +144,7 @@ def test_a_hidden_group_is_drawn_where_the_split_ranks_its_patients(
     (``anchor_age >= 85 and sbp >= 116``); and a hard draw without the split's outcomes is
     refused, naming the setting."""
     from pytest_clinaudit.reference.game.groups import Condition, Group
-    from pytest_clinaudit.reference.game.hard.draw import TrainingGroups, split_risk
+    from pytest_clinaudit.reference.game.hard.candidates import TrainingGroups, split_risk
 
     variant, X, y = hard_split
     game = variant.game  # type: ignore[attr-defined]

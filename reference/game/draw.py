@@ -217,13 +217,8 @@ def draw_plan(
         kind = kinds[int(np.flatnonzero(order == position)[0])]
         models.append(Planted(name, kind))
     if settings.hard is not None:
-        from .hard.draw import (
-            draw_choices,
-            draw_decoys,
-            draw_seconds,
-            draw_unreached,
-            training_groups,
-        )
+        from .hard.candidates import training_groups
+        from .hard.draw import draw_choices, draw_decoys, draw_seconds, draw_unreached
 
         if X_train is None:
             raise ValueError("the hard tier draws its groups and triggers from the training split")
