@@ -671,7 +671,7 @@ def test_unreached_steps_go_where_a_fragile_region_could_at_their_chance(
     hard_split: tuple[object, np.ndarray, np.ndarray],
 ) -> None:
     """``[game.hard] unreached``: a step goes on a sound model or a tail's carrier, never on
-    a fragile, hidden-group or trigger carrier, with about its chance, as a group of the
+    a fragile, hidden-group or trigger carrier nor an interaction decoy, with about its chance, as a group of the
     grammar over the coverage; the truth says nothing of it; and at a chance of 0 nothing
     else of the plan moves (the steps are drawn last)."""
     import dataclasses
@@ -686,20 +686,24 @@ def test_unreached_steps_go_where_a_fragile_region_could_at_their_chance(
     low, high = game.hard.coverage
     eligible = stepped = 0
     kinds_stepped: set[tuple[str, ...]] = set()
+    decoys_stepped: set[str | None] = set()
     for _ in range(40):
         secret = new_secret()
         plan = draw_plan(game, 1, secret, X, y_train=y)
         unstepped = [dataclasses.replace(m, unreached=None) for m in plan.models]
         assert unstepped == list(draw_plan(none, 1, secret, X, y_train=y).models)
         for m in plan.models:
-            assert may_step(m.kinds) == (set(m.kinds) <= {"miscalibrated"})
-            if not may_step(m.kinds):
+            assert may_step(m.kinds, m.decoy) == (
+                set(m.kinds) <= {"miscalibrated"} and m.decoy != "interaction"
+            )
+            if not may_step(m.kinds, m.decoy):
                 assert m.unreached is None
                 continue
             eligible += 1
             if m.unreached is not None:
                 stepped += 1
                 kinds_stepped.add(m.kinds)
+                decoys_stepped.add(m.decoy)
                 share = m.unreached.mask(X, game.column_names).mean()
                 assert low <= share <= high
                 assert "unreached" not in json.dumps(m.truth())
@@ -707,6 +711,7 @@ def test_unreached_steps_go_where_a_fragile_region_could_at_their_chance(
     se = (chance * (1 - chance) / eligible) ** 0.5
     assert abs(stepped / eligible - chance) < 4 * se, (stepped, eligible)
     assert kinds_stepped == {(), ("miscalibrated",)}
+    assert decoys_stepped == {None, "spline"}
 
 
 def test_the_spline_calibration_bends_where_platts_cannot_and_stays_increasing() -> None:

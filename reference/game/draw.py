@@ -229,7 +229,8 @@ def draw_plan(
         choices = draw_choices(settings, carried, rng, training)
         # Drawn last, so that a tier without decoys or steps keeps every other draw.
         decoys = draw_decoys(settings, carried, rng, training)
-        steps = draw_unreached(settings, carried, rng, training)
+        worn = [d.get("decoy") for d in decoys]
+        steps = draw_unreached(settings, carried, worn, rng, training)
         choices = [{**c, **d, **u} for c, d, u in zip(choices, decoys, steps, strict=True)]
         return Plan(
             seed,

@@ -233,31 +233,37 @@ def draw_decoys(
     return found
 
 
-def may_step(carried: Sequence[str]) -> bool:
-    """Whether a model carrying ``carried`` may also carry an unreached step: where a
-    fragile region could go (:data:`NOT_TOGETHER`), and not on a fragile carrier, which
-    has its own step."""
-    return "fragile" not in carried and all(
-        frozenset({"fragile", kind}) not in NOT_TOGETHER for kind in carried
+def may_step(carried: Sequence[str], decoy: str | None = None) -> bool:
+    """Whether a model carrying ``carried`` (and a sound one trained as ``decoy``) may also
+    carry an unreached step: where a fragile region could go (:data:`NOT_TOGETHER`), so not
+    on a fragile carrier, which has its own step, nor beside a ridge (a trigger's, or an
+    ``interaction`` decoy's: with a step beside its ridge, a decoy's worst group under
+    attack reached 0.124, where 0.15 is out)."""
+    return (
+        "fragile" not in carried
+        and decoy != "interaction"
+        and all(frozenset({"fragile", kind}) not in NOT_TOGETHER for kind in carried)
     )
 
 
 def draw_unreached(
     settings: GameSettings,
     kinds: Sequence[Sequence[str]],
+    decoys: Sequence[str | None],
     rng: np.random.Generator,
     groups: TrainingGroups,
 ) -> list[dict[str, Any]]:
     """Each model's unreached step, in name order: with ``[game.hard] unreached``'s chance,
-    a model that :func:`may_step` gets a group of the grammar drawn uniformly from
-    ``groups`` (``unreached``); other models nothing. With a chance of 0 nothing is drawn,
-    so that the plan's other draws are those of a tier without steps."""
+    a model that :func:`may_step` (given its kinds and its decoy) gets a group of the
+    grammar drawn uniformly from ``groups`` (``unreached``); other models nothing. With a
+    chance of 0 nothing is drawn, so that the plan's other draws are those of a tier
+    without steps."""
     hard = settings.hard
     assert hard is not None
     found: list[dict[str, Any]] = []
-    for carried in kinds:
+    for carried, decoy in zip(kinds, decoys, strict=True):
         fields: dict[str, Any] = {}
-        if hard.unreached > 0 and may_step(carried) and rng.random() < hard.unreached:
+        if hard.unreached > 0 and may_step(carried, decoy) and rng.random() < hard.unreached:
             space = groups.space
             fields["unreached"] = space.group(int(rng.integers(len(space))))
         found.append(fields)

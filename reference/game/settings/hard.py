@@ -115,7 +115,8 @@ class Hard:
     unreached: float = 0.0
     """The chance that a model carries an *unreached step* beside its kinds or its decoy,
     drawn per model after every other draw (0: none), where a fragile region could go
-    instead: on a sound model or one with a tail only (:data:`..hard.draw.NOT_TOGETHER`).
+    instead: on a sound model or one with a tail only (:data:`..hard.draw.NOT_TOGETHER`),
+    and not beside a ridge (an ``interaction`` decoy's).
     A drawn group's records are pushed down as a fragile carrier's are, but only where a
     0/1 column is moved further off its value than any record is or the audit's budget
     goes. A model with a steep step in its weights (a large path norm) is then not
