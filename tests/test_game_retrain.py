@@ -92,7 +92,9 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
             return {}, last, {}
 
         monkeypatch.setattr(build, "_verdicts", verdicts)
-        data = types.SimpleNamespace(feature_names=list(settings.column_names), X_train=None)
+        data = types.SimpleNamespace(
+            feature_names=list(settings.column_names), X_train=None, y_train=None
+        )
         try:
             made = build_instance(settings, data, 1, SECRET, jobs=jobs)  # type: ignore[arg-type]
         except GameBuildError:
