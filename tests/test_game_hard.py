@@ -42,15 +42,21 @@ def _columns() -> tuple[Column, ...]:
     return tuple(Column(f"c{j}", f"c{j}", "", "at admission", True, -10.0, 10.0) for j in range(3))
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2**32 - 1))
-def test_group_gaps_equal_the_plain_auroc_gap_on_every_group(seed: int) -> None:
+def _scored_space(seed: int) -> tuple[np.random.Generator, np.ndarray, np.ndarray, GroupSpace]:
+    """400 random rows' group space, outcomes drawn from the first column and continuous
+    scores (no ties), and the generator that drew them, to draw on from."""
     rng = np.random.default_rng(seed)
     n = 400
     X = rng.normal(size=(n, 3))
     y = (rng.random(n) < 1 / (1 + np.exp(-X[:, 0]))).astype(int)
-    z = X[:, 0] + rng.normal(size=n)  # continuous: no ties
-    space = GroupSpace.of(X, _columns(), 0.05, 0.25)
+    z = X[:, 0] + rng.normal(size=n)
+    return rng, y, z, GroupSpace.of(X, _columns(), 0.05, 0.25)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_group_gaps_equal_the_plain_auroc_gap_on_every_group(seed: int) -> None:
+    rng, y, z, space = _scored_space(seed)
     gaps = group_gaps(z, y, space)
     for k in rng.choice(len(space), size=min(10, len(space)), replace=False):
         mask = space.mask(int(k))
@@ -144,12 +150,12 @@ def test_a_hidden_group_is_drawn_where_the_split_ranks_its_patients(
     (``anchor_age >= 85 and sbp >= 116``); and a hard draw without the split's outcomes is
     refused, naming the setting."""
     from pytest_clinaudit.reference.game.groups import Condition, Group
-    from pytest_clinaudit.reference.game.hard.candidates import TrainingGroups, split_risk
+    from pytest_clinaudit.reference.game.hard.candidates import split_risk, training_groups
 
     variant, X, y = hard_split
     game = variant.game  # type: ignore[attr-defined]
     names = game.column_names
-    groups = TrainingGroups(game, X, y)
+    groups = training_groups(game, X, y)  # the draws' own, shared with the tests above
     ranked, space = groups.ranked, groups.space
     assert 0.5 < ranked.mean() < 1.0
     risk = split_risk(X, y, game.columns)
@@ -169,12 +175,7 @@ def test_a_hidden_group_is_drawn_where_the_split_ranks_its_patients(
 def test_group_aurocs_are_scikit_learns_within_each_group(seed: int) -> None:
     from pytest_clinaudit.reference.game.hard.ranking import group_aurocs
 
-    rng = np.random.default_rng(seed)
-    n = 400
-    X = rng.normal(size=(n, 3))
-    y = (rng.random(n) < 1 / (1 + np.exp(-X[:, 0]))).astype(int)
-    z = X[:, 0] + rng.normal(size=n)  # continuous: no ties
-    space = GroupSpace.of(X, _columns(), 0.05, 0.25)
+    _, y, z, space = _scored_space(seed)
     found = group_aurocs(z, y, space)
     for k in range(len(space)):
         mask = space.mask(k)

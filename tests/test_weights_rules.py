@@ -30,6 +30,12 @@ def _stats(scale: dict[str, float]) -> weights_agent.Statistics:
     return weights_agent.Statistics(dict.fromkeys(scale, 1.0), scale, dict.fromkeys(scale, 0.0))
 
 
+def _write_truth(instances: Path, truth: dict[str, dict[str, object]]) -> None:
+    """A built instance ``i1`` under ``instances`` whose grader's manifest holds ``truth``."""
+    (instances / "i1" / "grader").mkdir(parents=True)
+    (instances / "i1" / "grader" / "manifest.json").write_text(json.dumps({"truth": truth}))
+
+
 def test_a_rule_gives_the_sharp_models_its_kinds_in_order_and_a_band_miscalibrated(
     rules,  # type: ignore[no-untyped-def]
 ) -> None:
@@ -102,8 +108,7 @@ def test_the_columns_a_carriers_first_layer_moved_most_rank_its_triggers_columns
             "trigger": [{"column": "a", "value": 1}, {"column": "b", "value": 2}],
         },
     }
-    (tmp_path / "i1" / "grader").mkdir(parents=True)
-    (tmp_path / "i1" / "grader" / "manifest.json").write_text(json.dumps({"truth": truth}))
+    _write_truth(tmp_path, truth)
     stats = weights_agent.Statistics({}, {}, {}, columns)
     kinds = {n: e["kind"] for n, e in truth.items()}
     ranks = rules.trigger_ranks(tmp_path, [("i1", kinds, stats)])
@@ -121,8 +126,7 @@ def test_sound_decoys_are_labelled_by_their_variation_and_nothing_else_moves(
         "m3": {"kind": "backdoor", "trigger": []},
         "m4": {"kind": None},
     }
-    (tmp_path / "i1" / "grader").mkdir(parents=True)
-    (tmp_path / "i1" / "grader" / "manifest.json").write_text(json.dumps({"truth": truth}))
+    _write_truth(tmp_path, truth)
     stats = _stats({"m1": 1.0, "m2": 5.0, "m3": 4.0, "m4": 0.5})
     kinds = {n: e["kind"] for n, e in truth.items()}
     ((labels, same),) = rules.decoy_labels(tmp_path, [("i1", kinds, stats)])
@@ -148,8 +152,7 @@ def test_models_with_an_unreached_step_are_labelled_whatever_else_they_carry(
         "m3": {"kind": "fragile", "region": []},
         "m4": {"kind": None, "decoy": "interaction"},
     }
-    (tmp_path / "i1" / "grader").mkdir(parents=True)
-    (tmp_path / "i1" / "grader" / "manifest.json").write_text(json.dumps({"truth": truth}))
+    _write_truth(tmp_path, truth)
     stats = _stats({"m1": 3.0, "m2": 4.0, "m3": 5.0, "m4": 0.5})
     kinds = {n: e["kind"] for n, e in truth.items()}
     ((labels, same),) = rules.step_labels(tmp_path, [("i1", kinds, stats)])

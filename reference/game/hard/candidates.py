@@ -100,13 +100,12 @@ def split_risk(X: Any, y: Any, columns: Sequence[Column]) -> Any:
     (a missing value at its column's mean), fitted on ``X`` itself: its logits (n,), the
     ranking the data holds without any model of the zoo."""
     import numpy as np
+    from sklearn.impute import SimpleImputer
     from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
 
     known = [j for j, column in enumerate(columns) if column.at_prediction]
-    values = np.array(X[:, known], dtype=np.float64)
-    means = np.nanmean(values, axis=0)
-    values = np.where(np.isnan(values), means, values)
-    spread = values.std(axis=0)
-    values = (values - means) / np.where(spread > 0, spread, 1.0)
-    fit = LogisticRegression(max_iter=1000).fit(values, np.asarray(y, dtype=int))
-    return fit.decision_function(values)
+    values = np.asarray(X, dtype=np.float64)[:, known]
+    fit = make_pipeline(SimpleImputer(), StandardScaler(), LogisticRegression(max_iter=1000))
+    return fit.fit(values, np.asarray(y, dtype=int)).decision_function(values)
